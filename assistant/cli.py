@@ -1,0 +1,140 @@
+"""Command-line entry point: ``assistant <group> <command> ...``.
+
+Each layer owns its commands in its own module; this file only wires them up
+lazily so that ``assistant --help`` stays fast and a layer's heavy imports
+(torch, onnxruntime, fitz) load only when its command runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import click
+
+from assistant import __version__
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use.
+
+    ``lazy_subcommands`` maps a command name to ``"module.path:attribute"``.
+    """
+
+    def __init__(self, *args, lazy_subcommands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_subcommands = dict(lazy_subcommands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy_subcommands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_subcommands:
+            return self._load(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def _load(self, cmd_name: str) -> click.Command | None:
+        module_name, attr = self.lazy_subcommands[cmd_name].split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise  # a real missing dependency: let it surface
+            click.echo(f"warning: command '{cmd_name}' is not available ({module_name} missing)", err=True)
+            return None
+        command = getattr(module, attr)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module_name}:{attr} is not a click command")
+        return command
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_subcommands={
+        "library": "assistant.library.commands:library",
+        "models": "assistant.inference.commands:models",
+        "index": "assistant.retrieval.commands:index",
+        "recommend": "assistant.retrieval.commands:recommend",
+        "intent": "assistant.inference.intent_commands:intent",
+        "manuscript": "assistant.documents.commands:manuscript",
+        "eval": "assistant.cli:eval_group",
+        "bench": "assistant.cli:bench_group",
+        "train": "assistant.cli:train_group",
+    },
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    envvar="ASSISTANT_DB",
+    default=None,
+    help="Library database file (default: $ASSISTANT_DB or the user data dir).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log debug messages to stderr.")
+@click.version_option(__version__, prog_name="assistant")
+@click.pass_context
+def main(ctx: click.Context, db_path: str | None, verbose: bool) -> None:
+    """Cite-Assist: recommend citations from your own library, offline."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    ctx.ensure_object(dict)
+    ctx.obj["db_path"] = db_path
+
+
+@click.group(
+    "eval",
+    cls=LazyGroup,
+    lazy_subcommands={
+        "acm-cr": "assistant.evaluation.acm_cr:eval_acm_cr",
+        "pdf": "assistant.evaluation.pdf_eval:eval_pdf",
+        "scicite": "assistant.evaluation.scicite_eval:eval_scicite",
+    },
+)
+def eval_group() -> None:
+    """Evaluate retrieval, PDF parsing and intent classification."""
+
+
+@click.group(
+    "bench",
+    cls=LazyGroup,
+    lazy_subcommands={
+        "encode": "assistant.inference.bench:bench_encode",
+        "query": "assistant.retrieval.bench:bench_query",
+    },
+)
+def bench_group() -> None:
+    """Benchmarks that print figures as JSON."""
+
+
+@click.group(
+    "train",
+    cls=LazyGroup,
+    lazy_subcommands={
+        "reranker": "assistant.training.commands:train_reranker",
+        "encoder": "assistant.training.commands:train_encoder",
+        "intent": "assistant.training.intent:train_intent",
+    },
+)
+def train_group() -> None:
+    """Train models offline from local data (reranker, encoder, intent)."""
+
+
+def resolve_db_path(ctx: click.Context, db_path: str | None = None):
+    """The DB path for a command: its own ``--db``, else the global one, else the default."""
+    from pathlib import Path
+
+    from assistant.config import default_db_path
+
+    if db_path:
+        return Path(db_path)
+    root = ctx.find_root()
+    global_db = (root.obj or {}).get("db_path") if root.obj else None
+    return Path(global_db) if global_db else default_db_path()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

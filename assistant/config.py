@@ -1,0 +1,53 @@
+"""Where Cite-Assist keeps its files.
+
+Every path can be overridden by an environment variable so that tests, CI and
+portable installs never touch the user's real data directory:
+
+- ``ASSISTANT_HOME``   — root data directory (default: the platform's user data dir)
+- ``ASSISTANT_DB``     — the SQLite library file (default: ``$ASSISTANT_HOME/library.sqlite``)
+- ``ASSISTANT_MODELS`` — built/imported models (default: ``$ASSISTANT_HOME/models``)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "cite-assist"
+
+#: Repository root (the package is installed editable from a checkout).
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Models we train and ship with the source tree (``models/<name>/``).
+SHIPPED_MODELS_DIR = Path(os.environ.get("ASSISTANT_SHIPPED_MODELS", REPO_ROOT / "models"))
+#: Icons, styles, the bundled sample library and draft.
+RESOURCES_DIR = REPO_ROOT / "resources"
+
+
+def data_dir() -> Path:
+    """Root directory for user data (library, models, indexes)."""
+    root = os.environ.get("ASSISTANT_HOME") or platformdirs.user_data_dir(APP_NAME, appauthor=False)
+    path = Path(root).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def default_db_path() -> Path:
+    """The library database used when no ``--db`` is given."""
+    env = os.environ.get("ASSISTANT_DB")
+    return Path(env).expanduser() if env else data_dir() / "library.sqlite"
+
+
+def models_dir() -> Path:
+    """Directory holding built/imported ONNX models, one sub-directory per model."""
+    env = os.environ.get("ASSISTANT_MODELS")
+    path = Path(env).expanduser() if env else data_dir() / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def index_dir_for(db_path: Path | str) -> Path:
+    """Directory next to a library DB holding its vector/BM25 indexes."""
+    db_path = Path(db_path)
+    return db_path.with_name(db_path.name + ".index")

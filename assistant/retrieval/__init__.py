@@ -1,0 +1,1 @@
+"""Citation-recommendation layer: indexes, BM25, fusion, the pipeline."""

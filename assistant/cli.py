@@ -81,6 +81,9 @@ def main(ctx: click.Context, db_path: str | None, verbose: bool) -> None:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # Third-party chatter (tolerant LaTeX parsing, quantizer) is not for the user.
+    for noisy in ("pylatexenc", "onnxruntime"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.WARNING)
     ctx.ensure_object(dict)
     ctx.obj["db_path"] = db_path
 

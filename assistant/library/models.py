@@ -64,3 +64,89 @@ class Citation:
     intent: str | None = None  # background | method | result
     intent_confidence: float | None = None
     id: int | None = None
+
+
+@dataclass
+class ImportOutcome:
+    """What ``Library.add_paper`` did with one record."""
+
+    status: str  # "added" | "merged" | "unchanged"
+    id: int
+    citekey: str
+
+
+@dataclass
+class ImportIssue:
+    """A problem met while importing: ``file:line: reason`` (line 0 = the whole file)."""
+
+    file: str
+    line: int
+    reason: str
+    severity: str = "error"  # "error" (record/file not imported) | "warning" (imported anyway)
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.severity}: {self.reason}"
+
+
+@dataclass
+class ImportProgress:
+    """Progress of a batch import, reported after each file and every few thousand records."""
+
+    files_done: int
+    files_total: int
+    records: int  # records processed so far
+    bytes_done: int
+    bytes_total: int
+    elapsed_s: float
+    current_file: str = ""
+
+    @property
+    def rate(self) -> float:
+        """Records per second."""
+        return self.records / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left, estimated from the bytes still to read."""
+        if self.bytes_done <= 0 or self.elapsed_s <= 0:
+            return None
+        return max(0.0, self.elapsed_s * (self.bytes_total - self.bytes_done) / self.bytes_done)
+
+    @property
+    def fraction(self) -> float:
+        return self.bytes_done / self.bytes_total if self.bytes_total else 1.0
+
+
+@dataclass
+class ImportReport:
+    """Summary of a batch import."""
+
+    added: int = 0
+    merged: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    files: int = 0
+    issues: list[ImportIssue] = field(default_factory=list)
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    cancelled: bool = False
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0
+
+    @property
+    def records(self) -> int:
+        return self.added + self.merged + self.unchanged
+
+    def skip(self, reason: str) -> None:
+        self.skipped += 1
+        self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
+
+    def merge_from(self, other: ImportReport) -> None:
+        self.added += other.added
+        self.merged += other.merged
+        self.unchanged += other.unchanged
+        self.skipped += other.skipped
+        self.files += other.files
+        self.issues.extend(other.issues)
+        for reason, n in other.skipped_by_reason.items():
+            self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + n

@@ -1,0 +1,112 @@
+"""Missing citations: sentences of a manuscript that read as needing a citation but have none,
+each with the top recommendations of the retrieval pipeline when one is given."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from assistant.documents.citeworthiness import default_scorer
+from assistant.documents.draft import parse_draft, sentence_plain_text
+from assistant.documents.model import Document, MissingCitation
+
+__all__ = ["find_missing_citations", "load_document", "parse_draft"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_THRESHOLD = 0.5
+_SKIP_SECTIONS = re.compile(r"acknowledg|funding|author contributions|conflicts? of interest|data availability",
+                            re.IGNORECASE)
+
+
+def load_document(document_or_path: Document | str | Path, fmt: str | None = None) -> Document:
+    """A Document from a parsed document, a PDF path, a draft path or draft text."""
+    if isinstance(document_or_path, Document):
+        return document_or_path
+    p = Path(document_or_path) if isinstance(document_or_path, Path) or (
+        isinstance(document_or_path, str) and "\n" not in document_or_path and len(document_or_path) < 4096) else None
+    if p is not None and p.suffix.lower() == ".pdf":
+        from assistant.documents.pdf import parse_pdf
+
+        return parse_pdf(p)
+    return parse_draft(document_or_path, fmt)
+
+
+def find_missing_citations(document_or_path: Document | str | Path, recommender=None,
+                           threshold: float = DEFAULT_THRESHOLD, k: int = 5, max_recommend: int = 40,
+                           scorer=None, fmt: str | None = None,
+                           cancelled: Callable[[], bool] | None = None) -> list[MissingCitation]:
+    """Sentences without a citation marker scoring >= ``threshold``, in document order.
+
+    With a ``recommender`` (:class:`assistant.retrieval.pipeline.Recommender`), the
+    ``max_recommend`` highest-scoring ones get its top-``k`` papers, excluding papers the
+    document already cites.
+    """
+    doc = load_document(document_or_path, fmt)
+    scorer = scorer or default_scorer()
+    candidates = []
+    neighbours: dict[tuple[int, str], str] = {}
+    for section in doc.sections:
+        if _SKIP_SECTIONS.search(section.heading or ""):
+            continue
+        for paragraph in section.paragraphs:
+            for i, sent in enumerate(paragraph.sentences):
+                if sent.markers:
+                    continue
+                near = [paragraph.sentences[j].text for j in (i - 1, i + 1) if 0 <= j < len(paragraph.sentences)]
+                neighbours[(sent.paragraph, sent.text)] = " ".join(near)
+                plain = sentence_plain_text(sent, doc.format)
+                if len(plain.split()) < 5:
+                    continue
+                candidates.append((sent, plain, section.heading))
+    scores = scorer.score([plain for _, plain, _ in candidates]) if candidates else []
+    missing = [
+        MissingCitation(sentence=sent.text, section=heading, score=round(sc.probability, 4), reasons=sc.reasons,
+                        paragraph=sent.paragraph, start=sent.start, end=sent.end)
+        for (sent, _, heading), sc in zip(candidates, scores) if sc.probability >= threshold
+    ]
+    if recommender is not None and missing:
+        _recommend(doc, missing, recommender, k, max_recommend, cancelled, neighbours)
+    return missing
+
+
+def _recommend(doc: Document, missing: list[MissingCitation], recommender, k: int, max_recommend: int,
+               cancelled, neighbours: dict[tuple[int, str], str]) -> None:
+    from assistant.retrieval.query import Query
+
+    cited = {r.paper_id for r in doc.references if r.paper_id is not None}
+    config = getattr(recommender, "config", None)
+    if config is not None:
+        try:
+            config = replace(config, k=k, exclude_ids=tuple(set(getattr(config, "exclude_ids", ())) | cited))
+        except TypeError:
+            config = None
+    ranked = sorted(missing, key=lambda m: -m.score)[:max_recommend]
+    for item in ranked:
+        if cancelled is not None and cancelled():
+            break
+        try:
+            context = neighbours.get((item.paragraph, item.sentence), "")
+            query = Query(_query_text(item.sentence, doc.format), mode="local", title=doc.title or None,
+                          abstract=doc.abstract or None, context=_query_text(context, doc.format) or None,
+                          cited_ids=tuple(sorted(cited)), year=doc.year)
+            result = recommender.recommend(query, config=config) if config is not None else recommender.recommend(query)
+        except Exception as exc:  # one failed query must not lose the whole list
+            log.warning("recommendation failed for %r: %s", item.sentence[:60], exc)
+            continue
+        item.recommendations = [
+            {"paper_id": rec.paper.id, "title": rec.paper.title, "year": rec.paper.year, "doi": rec.paper.doi,
+             "citekey": rec.paper.citekey, "score": round(float(rec.score), 4), "intent": rec.intent}
+            for rec in result.items[:k]
+        ]
+
+
+def _query_text(sentence: str, fmt: str) -> str:
+    if fmt == "latex":
+        from assistant.documents.draft import _delatex
+
+        return _delatex(sentence)
+    return sentence

@@ -1,0 +1,206 @@
+"""Dataclasses of the documents layer: a parsed manuscript and what we derive from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+
+class DocumentError(Exception):
+    """A file that cannot be read as a document at all (encrypted, corrupt, not a PDF...)."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass
+class Reference:
+    """One bibliography entry, parsed. ``number`` is its printed label ([3] -> 3) when numbered."""
+
+    raw: str
+    number: int | None = None
+    authors: list[str] = field(default_factory=list)  # "Last, First" strings
+    title: str = ""
+    year: int | None = None
+    venue: str = ""
+    doi: str | None = None
+    arxiv_id: str | None = None
+    url: str | None = None
+    key: str | None = None  # citation key in drafts (\bibitem{key})
+    paper_id: int | None = None  # linked library paper
+    match: str | None = None  # "doi" | "title" when linked
+    match_score: float = 0.0
+
+    @property
+    def first_author_lastname(self) -> str:
+        return self.authors[0].split(",")[0].strip() if self.authors else ""
+
+    def to_bibtex(self, key: str | None = None) -> str:
+        """A BibTeX stub for an unmatched reference (what the user can add to the library)."""
+        from assistant.documents.references import reference_to_bibtex
+
+        return reference_to_bibtex(self, key)
+
+
+@dataclass
+class CitationMarker:
+    """A citation marker in a sentence. ``start``/``end`` are offsets in the sentence text.
+
+    ``kind``: numeric ([3], [3-5]), superscript, author-year ((Smith et al., 2020)),
+    latex (\\cite{key}) or pandoc ([@key]). ``labels`` are the printed numbers or keys;
+    ``references`` the indices into ``Document.references`` it resolves to.
+    """
+
+    text: str
+    start: int
+    end: int
+    kind: str
+    labels: list[str] = field(default_factory=list)
+    references: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Sentence:
+    text: str
+    markers: list[CitationMarker] = field(default_factory=list)
+    section: str = ""
+    paragraph: int = 0  # global paragraph index in the document
+    page: int | None = None  # 0-based page of the sentence start (PDFs)
+    start: int | None = None  # offsets in the source text (drafts)
+    end: int | None = None
+
+    @property
+    def has_citation(self) -> bool:
+        return bool(self.markers)
+
+    def reference_indices(self) -> list[int]:
+        out: list[int] = []
+        for m in self.markers:
+            out.extend(i for i in m.references if i not in out)
+        return out
+
+    def text_without_markers(self) -> str:
+        from assistant.documents.markers import strip_markers
+
+        return strip_markers(self.text, self.markers)
+
+
+@dataclass
+class Paragraph:
+    sentences: list[Sentence] = field(default_factory=list)
+    page: int | None = None
+
+    @property
+    def text(self) -> str:
+        return " ".join(s.text for s in self.sentences)
+
+
+@dataclass
+class Section:
+    heading: str
+    number: str = ""
+    level: int = 1
+    paragraphs: list[Paragraph] = field(default_factory=list)
+
+
+@dataclass
+class CitationContext:
+    """A citing sentence with its neighbours, section and the references/papers it cites."""
+
+    sentence: str
+    before: str
+    after: str
+    section: str
+    references: list[int]  # indices into Document.references
+    paper_ids: list[int]  # linked library papers among them
+
+
+@dataclass
+class Document:
+    """A parsed manuscript (PDF or draft)."""
+
+    source: str
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    abstract: str = ""
+    keywords: list[str] = field(default_factory=list)
+    doi: str | None = None
+    year: int | None = None
+    sections: list[Section] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+    captions: list[str] = field(default_factory=list)
+    footnotes: list[str] = field(default_factory=list)
+    page_count: int = 0
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False  # True when the result is incomplete (time cap, no text layer, ...)
+    format: str = "pdf"
+
+    def sentences(self) -> Iterator[Sentence]:
+        for section in self.sections:
+            for paragraph in section.paragraphs:
+                yield from paragraph.sentences
+
+    def citing_sentences(self) -> list[Sentence]:
+        return [s for s in self.sentences() if s.markers]
+
+    def citation_contexts(self) -> list[CitationContext]:
+        """Every citing sentence with its neighbours in the same paragraph."""
+        out: list[CitationContext] = []
+        for section in self.sections:
+            for paragraph in section.paragraphs:
+                sents = paragraph.sentences
+                for i, s in enumerate(sents):
+                    if not s.markers:
+                        continue
+                    refs = s.reference_indices()
+                    ids = [self.references[r].paper_id for r in refs if self.references[r].paper_id]
+                    out.append(CitationContext(
+                        sentence=s.text,
+                        before=sents[i - 1].text if i > 0 else "",
+                        after=sents[i + 1].text if i + 1 < len(sents) else "",
+                        section=section.heading,
+                        references=refs,
+                        paper_ids=list(dict.fromkeys(ids)),
+                    ))
+        return out
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+@dataclass
+class MissingCitation:
+    """A sentence that reads as needing a citation but has none."""
+
+    sentence: str
+    section: str
+    score: float
+    reasons: list[str] = field(default_factory=list)
+    paragraph: int = 0
+    start: int | None = None
+    end: int | None = None
+    recommendations: list[dict] = field(default_factory=list)  # {paper_id, title, year, doi, score}
+
+
+@dataclass
+class ImportReport:
+    """What ``import_pdf`` did."""
+
+    path: str
+    paper_id: int | None
+    title: str
+    doi: str | None
+    created: bool
+    references: int = 0
+    linked: int = 0
+    citations_added: int = 0
+    unmatched: list[Reference] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False
+
+    def unmatched_bibtex(self) -> str:
+        return "\n\n".join(r.to_bibtex() for r in self.unmatched)

@@ -1,0 +1,92 @@
+"""``assistant eval scicite FILE.jsonl``: evaluate the intent classifier on SciCite-format data.
+
+Reports accuracy, macro-F1, per-class precision/recall/F1/support and the confusion matrix
+(scikit-learn), plus the expected calibration error of the shipped (temperature-scaled)
+probabilities and the throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+
+def read_jsonl(path: Path) -> tuple[list[str], list[str]]:
+    """``string`` and ``label`` of each line; errors name the file, line and field."""
+    texts, labels = [], []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise click.ClickException(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+            for key in ("string", "label"):
+                if not isinstance(row.get(key), str):
+                    raise click.ClickException(f"{path}:{lineno}: missing or non-string field '{key}'")
+            texts.append(row["string"])
+            labels.append(row["label"])
+    if not texts:
+        raise click.ClickException(f"{path}: no examples")
+    return texts, labels
+
+
+def expected_calibration_error(probs: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
+    conf = probs.max(1)
+    correct = probs.argmax(1) == y
+    edges = np.linspace(0, 1, bins + 1)
+    ece = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = (conf > lo) & (conf <= hi)
+        if sel.any():
+            ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
+    return float(ece)
+
+
+def evaluate(path: Path, model: str | None = None) -> dict:
+    from assistant.inference.intent import IntentClassifier, load_intent_classifier
+    from assistant.training.intent import classification_metrics
+
+    texts, gold = read_jsonl(path)
+    clf = IntentClassifier(model) if model else load_intent_classifier()
+    unknown = sorted(set(gold) - set(clf.labels))
+    if unknown:
+        raise click.ClickException(f"{path}: labels {unknown} are not among the model's {clf.labels}")
+    t0 = time.perf_counter()
+    probs = clf.predict_proba(texts)
+    seconds = time.perf_counter() - t0
+    y = np.array([clf.labels.index(g) for g in gold])
+    out = {"file": str(path), "model": clf.version, "temperature": clf.temperature}
+    out.update(classification_metrics(y, probs.argmax(1), tuple(clf.labels)))
+    out["ece"] = expected_calibration_error(probs, y)
+    out["nll"] = float(-np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, 1)).mean())
+    out["seconds"] = round(seconds, 2)
+    out["contexts_per_s"] = round(len(texts) / max(seconds, 1e-9), 1)
+    info = clf.info
+    out["runtime"] = info.describe() if info is not None and hasattr(info, "describe") else None
+    return out
+
+
+@click.command("scicite")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", default=None, help="Model folder or name (default: the shipped intent model).")
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+def eval_scicite(file: str, model: str | None, as_json: bool) -> None:
+    """Accuracy, macro-F1, per-class P/R/F1 and confusion matrix on a SciCite JSONL file."""
+    report = evaluate(Path(file), model)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"{report['n']} examples  accuracy {report['accuracy']:.4f}  macro-F1 {report['macro_f1']:.4f}  "
+               f"ECE {report['ece']:.4f}  ({report['contexts_per_s']} contexts/s)")
+    for lab, m in report["per_class"].items():
+        click.echo(f"  {lab:<11} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  n={m['support']}")
+    cm = report["confusion_matrix"]
+    click.echo("  confusion (rows = gold, cols = predicted): " + " ".join(cm["labels"]))
+    for lab, row in zip(cm["labels"], cm["rows_true_cols_pred"]):
+        click.echo(f"  {lab:<11} " + " ".join(f"{v:>6}" for v in row))

@@ -1,0 +1,220 @@
+"""Safe appends to a manuscript's ``.bib`` file (no Qt).
+
+Rules: the file is never rewritten from parsed data (the user's formatting and
+comments stay byte-for-byte), a new entry is appended as text; the write is
+atomic (temp file in the same folder + ``os.replace``), the previous version is
+kept as ``<name>.bak``; an entry whose key or DOI is already present is not
+added again; the result is re-parsed before it replaces the file, so a write
+that would lose or break an entry is refused and the file stays untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import bibtexparser
+
+log = logging.getLogger(__name__)
+
+
+class BibFileError(RuntimeError):
+    """The .bib file or the entry cannot be handled safely (message names file and line)."""
+
+
+@dataclass
+class BibEntryInfo:
+    """What identifies an entry of a .bib file."""
+
+    key: str
+    doi: str | None
+    title: str
+    line: int
+
+
+@dataclass
+class AppendResult:
+    """Outcome of :func:`append_entry`.
+
+    ``status``: ``"added"``; ``"duplicate-key"`` / ``"duplicate-doi"`` (already there, nothing
+    written); ``"renamed"`` (the key was taken by another paper, added under ``key``).
+    ``key`` is the key to cite.
+    """
+
+    status: str
+    key: str
+    path: Path
+    backup: Path | None = None
+
+    @property
+    def written(self) -> bool:
+        return self.status in ("added", "renamed")
+
+
+def normalize_doi(doi: str | None) -> str | None:
+    """Lower-case DOI without ``https://doi.org/`` / ``doi:`` prefixes."""
+    if not doi:
+        return None
+    doi = doi.strip().strip("{}").strip().lower()
+    doi = re.sub(r"^(https?://(dx\.)?doi\.org/|doi:\s*)", "", doi)
+    return doi or None
+
+
+def _norm_title(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", (title or "").lower())
+
+
+def _field(entry, name: str) -> str:
+    field = entry.fields_dict.get(name)
+    return str(field.value) if field is not None else ""
+
+
+def parse_entries(text: str, source: str = "<text>") -> tuple[list[BibEntryInfo], list[str]]:
+    """Entries of BibTeX ``text`` and the error messages of blocks that failed to parse."""
+    library = bibtexparser.parse_string(text)
+    entries = [
+        BibEntryInfo(e.key, normalize_doi(_field(e, "doi")), _field(e, "title"), e.start_line + 1)
+        for e in library.entries
+    ]
+    errors = [
+        f"{source}:{getattr(b, 'start_line', 0) + 1}: {getattr(b, 'error', 'unparseable block')}"
+        for b in library.failed_blocks
+    ]
+    return entries, errors
+
+
+def read_bib(path: Path | str) -> list[BibEntryInfo]:
+    """Entries of an existing .bib file ([] if the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return parse_entries(path.read_text(encoding="utf-8"), str(path))[0]
+
+
+def find_duplicate(entries: list[BibEntryInfo], key: str, doi: str | None) -> BibEntryInfo | None:
+    """The entry with the same key (case-insensitive) or the same DOI, if any."""
+    doi = normalize_doi(doi)
+    for entry in entries:
+        if doi and entry.doi == doi:
+            return entry
+    for entry in entries:
+        if entry.key.lower() == key.lower():
+            return entry
+    return None
+
+
+def unclosed_brace_line(text: str) -> int | None:
+    """Line of the ``@entry`` whose braces are still open at the end of ``text`` (None if balanced)."""
+    depth, entry_line, line = 0, None, 1
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "\n":
+            line += 1
+        elif ch == "@" and depth == 0:
+            entry_line = line
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        i += 1
+    return (entry_line or 1) if depth > 0 else None
+
+
+def _rename_entry(entry_text: str, old: str, new: str) -> str:
+    return re.sub(r"(@\s*\w+\s*[{(]\s*)" + re.escape(old) + r"\s*,", rf"\g<1>{new},", entry_text, count=1)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def append_entry(path: Path | str, entry_text: str) -> AppendResult:
+    """Append one BibTeX entry to ``path`` (created if missing) unless it is already there."""
+    path = Path(path)
+    new_entries, errors = parse_entries(entry_text, "<new entry>")
+    if len(new_entries) != 1 or errors:
+        raise BibFileError(f"expected exactly one valid BibTeX entry to add, got {len(new_entries)}"
+                           + (f" ({errors[0]})" if errors else ""))
+    new = new_entries[0]
+    old_text = path.read_text(encoding="utf-8") if path.exists() else ""
+    old_entries, old_errors = parse_entries(old_text, str(path))
+    open_line = unclosed_brace_line(old_text)
+    if open_line is not None:
+        raise BibFileError(
+            f"{path}:{open_line}: an entry there is not closed (unbalanced braces); a new entry appended "
+            "after it would be swallowed by BibTeX. Fix the file first; it was left unchanged."
+        )
+
+    dup = find_duplicate(old_entries, new.key, new.doi)
+    key, status = new.key, "added"
+    if dup is not None:
+        same_paper = (new.doi and dup.doi == new.doi) or (
+            _norm_title(dup.title) and _norm_title(dup.title) == _norm_title(new.title)
+        )
+        if same_paper or dup.key.lower() != new.key.lower():
+            status = "duplicate-doi" if (new.doi and dup.doi == new.doi) else "duplicate-key"
+            return AppendResult(status, dup.key, path)
+        # same key, different paper: keep both, the new one under a free key
+        taken = {e.key.lower() for e in old_entries}
+        suffix = 1
+        while f"{new.key}-{suffix}".lower() in taken:
+            suffix += 1
+        key, status = f"{new.key}-{suffix}", "renamed"
+        entry_text = _rename_entry(entry_text, new.key, key)
+
+    if not old_text.strip():
+        sep = ""
+    elif old_text.endswith("\n\n"):
+        sep = ""
+    elif old_text.endswith("\n"):
+        sep = "\n"
+    else:
+        sep = "\n\n"
+    new_text = old_text + sep + entry_text.strip() + "\n"
+
+    # Validate before touching the file: every old entry survives and the new one parses.
+    check, new_errors = parse_entries(new_text, str(path))
+    keys_after = [e.key for e in check]
+    if len(check) != len(old_entries) + 1 or key not in keys_after or len(new_errors) > len(old_errors):
+        raise BibFileError(
+            f"{path}: appending '{key}' would not yield a valid file "
+            f"(entries before {len(old_entries)}, after {len(check)}); an unclosed entry near the end "
+            "of the file? The file was left unchanged."
+        )
+    backup = None
+    if path.exists():
+        backup = path.with_name(path.name + ".bak")
+        shutil.copy2(path, backup)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, new_text)
+    log.info("added %s to %s", key, path)
+    return AppendResult(status, key, path, backup)
+
+
+def entry_number(path: Path | str, key: str) -> int | None:
+    """1-based position of ``key`` in the .bib file (the numeric-style reference number)."""
+    for i, entry in enumerate(read_bib(path), start=1):
+        if entry.key.lower() == key.lower():
+            return i
+    return None

@@ -1,0 +1,309 @@
+"""Manuscript tabs of the main window: new/open/save, .bib choice, PDF import, missing citations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from assistant.gui import textops
+from assistant.gui.bibfile import append_entry, entry_number
+from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
+from assistant.gui.engine import paper_bibtex
+from assistant.gui.settings import bib_for_manuscript, remember_bib
+
+MANUSCRIPT_FILTER = "Manuscripts (*.tex *.md *.markdown *.txt);;LaTeX (*.tex);;Markdown (*.md);;Text (*.txt)"
+
+
+def document_text(doc) -> str:
+    """Readable text of a parsed Document: title, abstract, then sections and paragraphs."""
+    parts = []
+    if doc.title:
+        parts.append(doc.title)
+    if doc.abstract:
+        parts.append("Abstract\n" + doc.abstract)
+    for section in doc.sections:
+        if section.heading:
+            parts.append(f"{section.number} {section.heading}".strip())
+        for paragraph in section.paragraphs:
+            if paragraph.sentences:
+                parts.append(" ".join(s.text for s in paragraph.sentences))
+    return "\n\n".join(parts) + "\n"
+
+
+def missing_marks(text: str, missing) -> list[MarginMark]:
+    """Locate missing-citation sentences in ``text`` as margin marks."""
+    marks = []
+    cursor = 0
+    for item in missing:
+        sentence = (item.sentence or "").strip()
+        start, end = getattr(item, "start", None), getattr(item, "end", None)
+        if start is not None and end is not None and 0 <= start < end <= len(text):
+            pos, sentence = start, text[start:end]
+        else:
+            if not sentence:
+                continue
+            pos = text.find(sentence, cursor)
+            if pos < 0:
+                pos = text.find(sentence)
+            if pos < 0:
+                continue
+        cursor = pos + len(sentence)
+        reasons = ", ".join(getattr(item, "reasons", []) or []) or "reads like a claim needing a citation"
+        titles = [r.get("title", "") for r in (getattr(item, "recommendations", None) or [])][:3]
+        tip = f"Missing citation? ({reasons}; score {item.score:.2f})"
+        if titles:
+            tip += "\nSuggestions:\n- " + "\n- ".join(titles)
+        marks.append(MarginMark(pos, pos + len(sentence), tip, float(item.score), titles))
+    return marks
+
+
+class DocumentOps:
+    """Mixed into ``MainWindow`` (needs ``tabs``, ``runner``, ``engine``, ``show_error``, ``set_status``)."""
+
+    # --- tabs ---------------------------------------------------------------------------------
+    def current_editor(self) -> ManuscriptEditor:
+        editor = self.tabs.currentWidget()
+        if editor is None:
+            editor = self.new_document()
+        return editor
+
+    def current_state(self) -> DocumentState:
+        return self.current_editor().state
+
+    def _add_tab(self, editor: ManuscriptEditor, state: DocumentState) -> ManuscriptEditor:
+        editor.state = state
+        editor.document().modificationChanged.connect(lambda _m, e=editor: self._update_tab_title(e))
+        index = self.tabs.addTab(editor, state.display_name)
+        self.tabs.setCurrentIndex(index)
+        editor.setFocus()
+        return editor
+
+    def _update_tab_title(self, editor: ManuscriptEditor) -> None:
+        index = self.tabs.indexOf(editor)
+        if index >= 0:
+            star = "*" if editor.document().isModified() else ""
+            self.tabs.setTabText(index, editor.state.display_name + star)
+
+    def new_document(self) -> ManuscriptEditor:
+        editor = ManuscriptEditor(style=textops.LATEX)
+        return self._add_tab(editor, DocumentState(style=textops.LATEX))
+
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open manuscript", "", MANUSCRIPT_FILTER)
+        if path:
+            self.open_file(Path(path))
+
+    def open_file(self, path: Path) -> ManuscriptEditor | None:
+        """Open a manuscript (.tex/.md/.txt) in a new tab (or focus it if already open)."""
+        path = Path(path).resolve()
+        for i in range(self.tabs.count()):
+            if getattr(self.tabs.widget(i).state, "path", None) == path:
+                self.tabs.setCurrentIndex(i)
+                return self.tabs.widget(i)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.show_error("Cannot open the manuscript", f"{path}: {exc}")
+            return None
+        style = textops.style_for_path(path)
+        editor = ManuscriptEditor(style=style)
+        editor.setPlainText(text)
+        editor.document().setModified(False)
+        state = DocumentState(path=path, style=style, bib_path=bib_for_manuscript(path))
+        if state.bib_path is None:
+            state.bib_path = textops.bib_from_manuscript(text, path, style)
+        current = self.tabs.currentWidget()
+        if current is not None and current.state.path is None and not current.toPlainText():
+            self.tabs.removeTab(self.tabs.indexOf(current))  # replace the empty Untitled tab
+        self.set_status(f"Opened {path}")
+        self._add_tab(editor, state)
+        editor.mark_clicked.connect(lambda _mark: self.recommend())
+        if style in (textops.LATEX, textops.MARKDOWN):
+            self.find_missing(editor)
+        return editor
+
+    def save_current(self) -> bool:
+        editor = self.current_editor()
+        if editor.state.read_only:
+            return self.save_as_dialog()
+        if editor.state.path is None:
+            return self.save_as_dialog()
+        return self._write(editor, editor.state.path)
+
+    def save_as_dialog(self) -> bool:
+        editor = self.current_editor()
+        path, _ = QFileDialog.getSaveFileName(self, "Save manuscript", str(editor.state.path or ""), MANUSCRIPT_FILTER)
+        if not path:
+            return False
+        editor.state.path = Path(path).resolve()
+        editor.state.read_only = False
+        editor.setReadOnly(False)
+        editor.state.style = textops.style_for_path(path)
+        editor.set_style(editor.state.style)
+        return self._write(editor, editor.state.path)
+
+    def _write(self, editor: ManuscriptEditor, path: Path) -> bool:
+        import os
+        import tempfile
+
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(editor.toPlainText())
+            os.replace(tmp, path)
+        except OSError as exc:
+            self.show_error("Cannot save", f"{path}: {exc}")
+            return False
+        editor.document().setModified(False)
+        self._update_tab_title(editor)
+        self.set_status(f"Saved {path}")
+        return True
+
+    def close_tab(self, index: int) -> None:
+        editor = self.tabs.widget(index)
+        if editor is not None and not self._maybe_save(editor):
+            return
+        self.tabs.removeTab(index)
+        if self.tabs.count() == 0:
+            self.new_document()
+
+    def _maybe_save(self, editor: ManuscriptEditor) -> bool:
+        if not editor.document().isModified() or editor.state.read_only or getattr(self, "quiet_close", False):
+            return True
+        answer = QMessageBox.question(
+            self, "Unsaved changes", f"Save the changes to {editor.state.display_name}?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel)
+        if answer == QMessageBox.StandardButton.Save:
+            self.tabs.setCurrentWidget(editor)
+            return self.save_current()
+        return answer == QMessageBox.StandardButton.Discard
+
+    def maybe_save_all(self) -> bool:
+        return all(self._maybe_save(self.tabs.widget(i)) for i in range(self.tabs.count()))
+
+    # --- bibliography file --------------------------------------------------------------------
+    def bib_path_for(self, state: DocumentState) -> Path | None:
+        """The manuscript's .bib file, asked once per manuscript and remembered."""
+        if state.bib_path is None:
+            self.choose_bib_dialog(state)
+        return state.bib_path
+
+    def choose_bib_dialog(self, state: DocumentState | None = None) -> None:
+        state = state or self.current_state()
+        start = str(state.bib_path or (state.path.with_suffix(".bib") if state.path else "references.bib"))
+        path, _ = QFileDialog.getSaveFileName(self, "Bibliography file for this manuscript", start,
+                                              "BibTeX (*.bib)", options=QFileDialog.Option.DontConfirmOverwrite)
+        if path:
+            self.set_bib_path(state, Path(path))
+
+    def set_bib_path(self, state: DocumentState, path: Path) -> None:
+        state.bib_path = Path(path).resolve()
+        if state.path is not None:
+            remember_bib(state.path, state.bib_path)
+        self.set_status(f"Citations go to {state.bib_path}")
+
+    # --- insert / copy ------------------------------------------------------------------------
+    def insert_recommendation(self, rec) -> bool:
+        """Insert the citation at the cursor/slot and add the entry to the manuscript's .bib file."""
+        editor, state = self.current_editor(), self.current_state()
+        paper = rec.paper
+        library = self.library_panel.library
+        if state.read_only:
+            self.show_error("Read-only text", "Citations are inserted into manuscripts, not into imported PDFs.")
+            return False
+        bib = self.bib_path_for(state)
+        if bib is None:
+            return False
+        try:
+            entry = paper_bibtex(library, paper)
+            result = append_entry(bib, entry)
+        except Exception as exc:  # noqa: BLE001
+            self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
+            return False
+        number = entry_number(bib, result.key) if state.style == textops.NUMERIC else None
+        start, end = editor.selection_range()
+        edit = textops.citation_edit(editor.toPlainText(), start, end, result.key, state.style, number)
+        editor.apply_edit(edit)
+        verb = {"added": "added to", "renamed": "added (renamed) to"}.get(result.status, "already in")
+        self.set_status(f"Cited {result.key}; entry {verb} {bib.name}")
+        return True
+
+    def copy_bibtex(self, rec) -> str:
+        text = paper_bibtex(self.library_panel.library, rec.paper)
+        QGuiApplication.clipboard().setText(text)
+        self.set_status(f"BibTeX of {rec.paper.citekey} copied to the clipboard")
+        return text
+
+    def insert_result(self, n: int) -> bool:
+        """Insert the ``n``-th visible recommendation (Alt+n)."""
+        cards = self.results_panel.cards
+        return self.insert_recommendation(cards[n - 1].rec) if 0 < n <= len(cards) else False
+
+    # --- manuscript PDF -----------------------------------------------------------------------
+    def import_pdf_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import manuscript PDF", "", "PDF (*.pdf)")
+        if path:
+            self.import_pdf(Path(path))
+
+    def import_pdf(self, path: Path) -> int:
+        """Extract a manuscript PDF in the background; show it with citations and missing-citation marks."""
+        path = Path(path)
+
+        def job(progress, cancelled):
+            from assistant.documents.manuscript import find_missing_citations
+            from assistant.documents.pdf import parse_pdf
+
+            progress(0, 0, f"Reading {path.name}…")
+            doc = parse_pdf(path)
+            progress(0, 0, "Looking for sentences that need a citation…")
+            recommender = self.engine._recommender  # suggestions only when the engine is ready
+            missing = find_missing_citations(doc, recommender=recommender, k=3, cancelled=cancelled)
+            return doc, missing
+
+        def done(payload) -> None:
+            doc, missing = payload
+            text = document_text(doc)
+            editor = ManuscriptEditor(style=textops.NUMERIC)
+            editor.setPlainText(text)
+            editor.document().setModified(False)
+            editor.setReadOnly(False)
+            state = DocumentState(path=None, style=textops.NUMERIC, title=doc.title, abstract=doc.abstract,
+                                  read_only=True, extras={"pdf": str(path)})
+            self._add_tab(editor, state)
+            self.tabs.setTabText(self.tabs.indexOf(editor), f"{path.name} (PDF)")
+            editor.set_marks(missing_marks(text, missing))
+            editor.mark_clicked.connect(lambda _mark: self.recommend())
+            warn = f" — {len(doc.warnings)} warning(s)" if doc.warnings else ""
+            self.set_status(f"{path.name}: {sum(1 for _ in doc.sentences())} sentences, "
+                            f"{len(doc.citing_sentences())} with citations, {len(missing)} may need one{warn}")
+
+        def failed(message, trace) -> None:
+            self.show_error("Cannot import the PDF", f"{path.name}: {message}", trace)
+
+        self.set_status(f"Reading {path.name}…")
+        return self.runner.submit("pdf", job, on_done=done, on_error=failed,
+                                  on_progress=lambda d, t, m: self.set_status(m))
+
+    def find_missing(self, editor: ManuscriptEditor | None = None) -> int | None:
+        """Mark sentences of a manuscript that read as needing a citation (background job)."""
+        editor = editor or self.current_editor()
+        state = editor.state
+        text = editor.toPlainText()
+
+        def job(progress, cancelled):
+            from assistant.documents.draft import parse_draft
+            from assistant.documents.manuscript import find_missing_citations
+
+            return find_missing_citations(parse_draft(text, fmt=state.style))
+
+        def done(missing) -> None:
+            if editor.toPlainText() != text:
+                return  # edited meanwhile: offsets are stale
+            editor.set_marks(missing_marks(text, missing))
+            self.set_status(f"{len(missing)} sentence(s) may need a citation (orange marks in the margin)")
+
+        return self.runner.submit("analyse", job, on_done=done,
+                                  on_error=lambda m, t: self.show_error("Cannot analyse the manuscript", m, t))
+

@@ -1,0 +1,385 @@
+"""The main window: manuscript tabs, library panel, results panel, background jobs."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QIcon, QKeySequence
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
+                               QProgressBar, QPushButton, QTabWidget, QToolBar, QWidget)
+
+from assistant.config import RESOURCES_DIR
+from assistant.gui import textops
+from assistant.gui.documents_ops import DocumentOps
+from assistant.gui.engine import Engine, EngineSettings
+from assistant.gui.library_panel import LibraryPanel
+from assistant.gui.results_panel import ResultsPanel, _esc
+from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
+from assistant.gui.workers import JobRunner
+
+log = logging.getLogger(__name__)
+MODES = ("auto", "local", "paragraph", "global")
+ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
+
+
+class MainWindow(QMainWindow, DocumentOps):
+    """Cite-Assist's main window. Every slow call runs on the engine thread (``self.runner``)."""
+
+    recommendations_ready = Signal(object)  # RecommendationResult (for tests and status)
+    engine_ready = Signal(object)  # IndexStatus
+    error_shown = Signal(str)
+
+    def __init__(self, settings: AppSettings | None = None) -> None:
+        super().__init__()
+        self.settings = settings or load_settings()
+        self.setWindowTitle("Cite-Assist")
+        if ICON_PATH.exists():
+            self.setWindowIcon(QIcon(str(ICON_PATH)))
+        self.resize(1400, 860)
+        self.runner = JobRunner(self)
+        self.engine = Engine(self._engine_settings())
+        self.last_result = None
+        self.last_error_dialog: QMessageBox | None = None
+        self.cited_ids: tuple[int, ...] = ()
+
+        self.tabs = QTabWidget()
+        self.tabs.setTabsClosable(True)
+        self.tabs.setDocumentMode(True)
+        self.tabs.tabCloseRequested.connect(self.close_tab)
+        self.setCentralWidget(self.tabs)
+
+        self.library_panel = LibraryPanel()
+        self.library_panel.import_requested.connect(self.import_library_dialog)
+        self.library_panel.rebuild_requested.connect(self.rebuild_index)
+        self.library_panel.cancel_button.clicked.connect(lambda: self.runner.cancel("engine"))
+        self._dock(self.library_panel, "Library", Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.results_panel = ResultsPanel()
+        self.results_panel.insert_requested.connect(self.insert_recommendation)
+        self.results_panel.copy_requested.connect(self.copy_bibtex)
+        self._dock(self.results_panel, "Recommendations", Qt.DockWidgetArea.RightDockWidgetArea)
+
+        self._build_actions()
+        self.status_label = QLabel("Ready")
+        self.status_progress = QProgressBar()
+        self.status_progress.setMaximumWidth(220)
+        self.status_progress.setVisible(False)
+        self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.status_progress)
+        self.runner.busy_changed.connect(self._busy_changed)
+        self._restore_filters()
+        self.new_document()
+
+    # --- construction -------------------------------------------------------------------------
+    def _engine_settings(self) -> EngineSettings:
+        s = self.settings
+        return EngineSettings(db_path=s.db_path, encoder=s.encoder or None, device=s.device,
+                              reranker=None if s.reranker == "off" else s.reranker, use_intent=s.use_intent)
+
+    def _dock(self, widget: QWidget, title: str, area) -> None:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(title)
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(area, dock)
+
+    def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(lambda _checked=False: slot())
+        menu.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self._action(file_menu, "&New", self.new_document, QKeySequence.StandardKey.New)
+        self._action(file_menu, "&Open manuscript…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self._action(file_menu, "&Save", self.save_current, QKeySequence.StandardKey.Save)
+        self._action(file_menu, "Save &as…", self.save_as_dialog, QKeySequence.StandardKey.SaveAs)
+        file_menu.addSeparator()
+        self.pdf_action = self._action(file_menu, "Import manuscript &PDF…", self.import_pdf_dialog, "Ctrl+Shift+P")
+        self._action(file_menu, "Choose the &bibliography file…", self.choose_bib_dialog)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        lib_menu = bar.addMenu("&Library")
+        self._action(lib_menu, "Import &files…", lambda: self.import_library_dialog("files"), "Ctrl+I")
+        self._action(lib_menu, "Import a f&older…", lambda: self.import_library_dialog("folder"))
+        self._action(lib_menu, "Import from &Zotero…", lambda: self.import_library_dialog("zotero"))
+        self._action(lib_menu, "&Rebuild index", self.rebuild_index)
+        self._action(lib_menu, "&Settings…", self.settings_dialog, "Ctrl+,")
+        rec_menu = bar.addMenu("&Recommend")
+        self.recommend_action = self._action(rec_menu, "&Recommend citations", self.recommend, "Ctrl+R",
+                                             "Recommend citations for the selection or the sentence at the cursor")
+        self._action(rec_menu, "Find &missing citations", self.find_missing, "Ctrl+Shift+M")
+        self._action(rec_menu, "&Cancel", lambda: self.runner.cancel("recommend"), "Esc")
+        rec_menu.addSeparator()
+        for n in range(1, 10):
+            action = self._action(rec_menu, f"Insert result &{n}", lambda n=n: self.insert_result(n), f"Alt+{n}")
+            action.setVisible(n <= 3)  # all nine shortcuts work; the menu lists three
+        self._action(rec_menu, "Focus the library &search", self.library_panel.search_edit.setFocus, "Ctrl+Shift+F")
+
+        toolbar = QToolBar("Main")
+        toolbar.setObjectName("mainToolbar")
+        toolbar.setMovable(False)
+        self.addToolBar(toolbar)
+        self.recommend_button = QPushButton("Recommend")
+        self.recommend_button.setObjectName("recommendButton")
+        self.recommend_button.setToolTip("Recommend citations (Ctrl+R)")
+        self.recommend_button.clicked.connect(self.recommend)
+        toolbar.addWidget(self.recommend_button)
+        toolbar.addWidget(QLabel("  Mode: "))
+        self.mode_box = QComboBox()
+        for mode in MODES:
+            self.mode_box.addItem(mode.capitalize(), mode)
+        self.mode_box.setToolTip("Auto: a sentence → local, several sentences → paragraph, "
+                                 "several paragraphs → global (title + abstract)")
+        toolbar.addWidget(self.mode_box)
+        self.mode_label = QLabel("")
+        toolbar.addWidget(self.mode_label)
+
+    # --- engine lifecycle ---------------------------------------------------------------------
+    def start(self, prepare: bool = True) -> None:
+        """Open the library in the panel and load models/index in the background."""
+        self.library_panel.set_library_path(self.engine.db_path)
+        if prepare:
+            self.run_engine_job(lambda p, c: self.engine.prepare(p, c), "Loading models and index…",
+                                on_done=self._engine_prepared)
+
+    def run_engine_job(self, fn, message: str, on_done=None) -> int:
+        self.set_status(message)
+        self.library_panel.show_progress(0, 0, message)
+        return self.runner.submit("engine", fn, on_done=on_done, on_error=self._job_failed,
+                                  on_progress=self._engine_progress, on_cancel=self._engine_cancelled)
+
+    def _engine_progress(self, done, total, message) -> None:
+        self.library_panel.show_progress(done, total, message)
+        self.set_status(message)
+
+    def _engine_prepared(self, status) -> None:
+        self.library_panel.hide_progress()
+        if status is not None:
+            self.library_panel.set_status(status)
+        self.library_panel.refresh()
+        self.set_status("Ready" if status and status.papers else "The library is empty: import papers first")
+        self.engine_ready.emit(status)
+
+    def _engine_cancelled(self) -> None:
+        self.library_panel.hide_progress()
+        self.set_status("Cancelled")
+
+    def rebuild_index(self) -> None:
+        def job(progress, cancelled):
+            self.engine.build_index(progress, cancelled)
+            return self.engine.prepare(progress, cancelled)
+
+        self.run_engine_job(job, "Rebuilding the index…", on_done=self._engine_prepared)
+
+    def import_library_dialog(self, kind: str = "files") -> None:
+        if kind == "folder":
+            folder = QFileDialog.getExistingDirectory(self, "Import a folder of bibliographies/PDFs")
+            paths = [folder] if folder else []
+        elif kind == "zotero":
+            path, _ = QFileDialog.getOpenFileName(self, "Zotero database", str(Path.home() / "Zotero"),
+                                                  "Zotero (zotero.sqlite)")
+            paths = [path] if path else []
+        else:
+            paths, _ = QFileDialog.getOpenFileNames(
+                self, "Import into the library", "",
+                "Bibliographies and PDFs (*.bib *.bibtex *.ris *.json *.pdf);;All files (*)")
+        if paths:
+            self.import_library([Path(p) for p in paths])
+
+    def import_library(self, paths: list[Path]) -> int:
+        """Import files/folders in the background, then update the index."""
+        def job(progress, cancelled):
+            report = self.engine.import_files(paths, progress, cancelled)
+            return report, self.engine.status()
+
+        return self.run_engine_job(job, f"Importing {len(paths)} item(s)…", on_done=self._imported)
+
+    def _imported(self, payload) -> None:
+        report, status = payload
+        self._engine_prepared(status)
+        issues = getattr(report, "issues", []) or []
+        summary = (f"Imported: {getattr(report, 'added', 0)} added, {getattr(report, 'merged', 0)} merged, "
+                   f"{getattr(report, 'unchanged', 0)} unchanged, {getattr(report, 'skipped', 0)} skipped.")
+        self.set_status(summary)
+        if issues:
+            details = "\n".join(str(i) for i in issues[:200])
+            self.show_error("Import finished with problems", summary + f"\n{len(issues)} problem(s).", details,
+                            icon=QMessageBox.Icon.Warning)
+
+    # --- recommend ----------------------------------------------------------------------------
+    def current_mode(self) -> str:
+        return self.mode_box.currentData() or "auto"
+
+    def build_query(self):
+        """The pipeline Query for the current selection/cursor and the chosen mode."""
+        from assistant.retrieval.query import Query
+
+        editor, state = self.current_editor(), self.current_state()
+        text = editor.toPlainText()
+        spec = editor.query_spec()
+        if self.current_mode() != "auto":
+            spec = textops.context_for_mode(text, spec, self.current_mode())
+        title, abstract = textops.manuscript_meta(text, state.style) if not state.read_only else (state.title, state.abstract)
+        p_start, p_end = textops.paragraph_bounds(text, spec.start)
+        context = None
+        if spec.mode == "local":  # the neighbouring sentences of the paragraph
+            context = (text[p_start:spec.start] + " " + text[spec.end:p_end]).strip() or None
+        query_text = spec.text if spec.mode != "global" else ("" if (title or abstract) else spec.text)
+        self.cited_ids = self._cited_ids(text, state.style)
+        return Query(text=query_text, mode=spec.mode, title=title or None, abstract=abstract or None,
+                     context=context, cited_ids=self.cited_ids), spec
+
+    def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
+        library = self.library_panel.library
+        if library is None:
+            return ()
+        ids = []
+        for key in textops.cited_keys(text, style):
+            paper = library.get_by_citekey(key)
+            if paper is not None and paper.id is not None:
+                ids.append(paper.id)
+        return tuple(ids)
+
+    def recommend(self) -> int | None:
+        """Run the pipeline for the selection/cursor in the background (a newer call wins)."""
+        try:
+            query, spec = self.build_query()
+        except Exception as exc:  # noqa: BLE001 - shown in the UI
+            self.show_error("Cannot recommend", str(exc))
+            return None
+        if not (query.text or query.title or query.abstract):
+            self.results_panel.set_message("Nothing to recommend for: place the cursor in a sentence.")
+            return None
+        k = self.settings.k
+        extra = min(len(self.cited_ids), 20)
+        self.mode_label.setText(f"  → {spec.mode}")
+        self.results_panel.set_message(f"Recommending ({spec.mode}) for: “{spec.text[:140]}”…")
+        self.set_status("Recommending…")
+
+        filters = self.results_panel.filter_values()
+        max_year = filters["year_max"] if filters["year_max"] < 2100 else None
+        intent = filters["intent"] or None
+
+        def job(progress, cancelled):
+            config = replace(self.engine.default_config(), k=k + extra, exclude_cited=False)
+            if max_year is not None:
+                config.max_year = max_year
+            if intent:
+                config.intent_preference = intent
+            return self.engine.recommend(query, config=config, cancelled=cancelled)
+
+        return self.runner.submit("recommend", job, on_done=self._recommended, on_error=self._job_failed,
+                                  on_progress=lambda d, t, m: self.set_status(m or "Recommending…"),
+                                  on_cancel=lambda: None)
+
+    def _recommended(self, result) -> None:
+        self.last_result = result
+        editor, state = self.current_editor(), self.current_state()
+        cited = textops.cited_keys(editor.toPlainText(), state.style)
+        timings = getattr(result, "timings_ms", {}) or {}
+        total_ms = timings.get("total", sum(timings.values())) if timings else 0.0
+        shown = min(len(result.items), self.settings.k)
+        header = (f"{shown} recommendations · mode {result.mode} · {total_ms:.0f} ms"
+                  + (" · papers already cited are hidden" if cited else "")
+                  + f"<br><span style='color:#666'>“{_esc(result.query.display_text()[:160])}”</span>")
+        for warning in getattr(result, "warnings", None) or []:
+            header += f"<br><span style='color:#b26a00'>⚠ {_esc(warning)}</span>"
+        self.results_panel.limit = self.settings.k
+        self.results_panel.set_results(result.items, header, cited, query_text=result.query.display_text())
+        self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
+        status = self.engine.status() if self.engine._library is not None else None
+        if status is not None:
+            self.library_panel.set_status(status)
+        self.recommendations_ready.emit(result)
+
+    # --- errors / status ----------------------------------------------------------------------
+    def _job_failed(self, message: str, trace: str) -> None:
+        self.library_panel.hide_progress()
+        self.show_error("Something went wrong", message, trace)
+
+    def show_error(self, title: str, message: str, details: str = "",
+                   icon=QMessageBox.Icon.Critical) -> QMessageBox:
+        """A non-blocking (window-modal) error dialog; errors never go only to the console."""
+        box = QMessageBox(icon, title, message, QMessageBox.StandardButton.Ok, self)
+        if details:
+            box.setDetailedText(details)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        self.last_error_dialog = box
+        self.set_status(f"{title}: {message.splitlines()[0] if message else ''}")
+        self.error_shown.emit(message)
+        return box
+
+    def set_status(self, text: str) -> None:
+        self.status_label.setText(text)
+
+    def _busy_changed(self, channel: str, busy: bool) -> None:
+        any_busy = any(self.runner.is_busy(ch) for ch in ("recommend", "engine", "pdf", "analyse"))
+        self.status_progress.setVisible(any_busy)
+        self.status_progress.setRange(0, 0)
+        if channel == "recommend":
+            self.recommend_button.setText("Recommending…" if busy else "Recommend")
+
+    def settings_dialog(self) -> None:
+        dialog = SettingsDialog(self.settings, self)
+        if dialog.exec():
+            new = dialog.result_settings()
+            engine_changed = (new.db_path, new.encoder, new.device, new.reranker, new.use_intent) != (
+                self.settings.db_path, self.settings.encoder, self.settings.device, self.settings.reranker,
+                self.settings.use_intent)
+            self.settings = new
+            self.results_panel.exclude_cited.setChecked(new.exclude_cited)
+            save_settings(new)
+            if engine_changed:
+                self.switch_engine()
+
+    def switch_engine(self) -> None:
+        self.runner.cancel("recommend")
+        old = self.engine
+        self.engine = Engine(self._engine_settings())
+        self.runner.submit("close", lambda p, c: old.close())
+        self.start()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not getattr(self, "_docks_sized", False):
+            self._docks_sized = True
+            width = max(self.width(), 900)
+            self.resizeDocks([self.findChild(QDockWidget, "Library"), self.findChild(QDockWidget, "Recommendations")],
+                             [int(width * 0.24), int(width * 0.36)], Qt.Orientation.Horizontal)
+
+    def _restore_filters(self) -> None:
+        panel, s = self.results_panel, self.settings
+        panel.year_min.setValue(s.year_min)
+        panel.year_max.setValue(s.year_max)
+        index = panel.intent_filter.findData(s.intent_filter)
+        panel.intent_filter.setCurrentIndex(max(0, index))
+        panel.exclude_cited.setChecked(s.exclude_cited)
+
+    def _store_filters(self) -> None:
+        f = self.results_panel.filter_values()
+        self.settings = replace(self.settings, year_min=f["year_min"], year_max=f["year_max"],
+                                intent_filter=f["intent"], exclude_cited=f["exclude_cited"])
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        if not self.maybe_save_all():
+            event.ignore()
+            return
+        self._store_filters()
+        save_settings(self.settings)
+        self.runner.shutdown()
+        self.engine.close()
+        self.library_panel.close_library()
+        super().closeEvent(event)
+
+    def delayed(self, msecs: int, fn) -> None:
+        QTimer.singleShot(msecs, fn)

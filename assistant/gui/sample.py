@@ -1,0 +1,186 @@
+"""The bundled sample: import ``resources/sample/library.bib``, build models + index, demo queries.
+
+No Qt here: ``assistant-gui --sample --demo`` (CI, ``make run`` without a display) runs
+this module only and prints recommendations for a few sentences of the sample draft.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TextIO
+
+from assistant.config import RESOURCES_DIR
+from assistant.gui import textops
+from assistant.gui.engine import Engine, EngineSettings, IndexStatus, import_into
+
+SAMPLE_DIR = RESOURCES_DIR / "sample"
+SAMPLE_BIB = SAMPLE_DIR / "library.bib"
+SAMPLE_DRAFT = SAMPLE_DIR / "draft.tex"
+
+
+class SampleMissingError(FileNotFoundError):
+    """The bundled sample files are not in the checkout."""
+
+
+@dataclass
+class SampleSetup:
+    """What :func:`setup_sample` did."""
+
+    imported: bool
+    added: int
+    status: IndexStatus
+    seconds: float
+
+
+def check_sample_files() -> None:
+    for path in (SAMPLE_BIB, SAMPLE_DRAFT):
+        if not path.is_file():
+            raise SampleMissingError(f"sample file missing: {path} (the checkout is incomplete)")
+
+
+def _marker(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".sample.json")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()
+
+
+def sample_imported(db_path: Path) -> bool:
+    """True when this library already holds the current sample (marker next to the DB)."""
+    marker = _marker(db_path)
+    if not marker.is_file() or not db_path.exists():
+        return False
+    try:
+        return json.loads(marker.read_text()).get("sha1") == _digest(SAMPLE_BIB)
+    except (OSError, ValueError):
+        return False
+
+
+def setup_sample(engine: Engine, progress: Callable[..., None] | None = None,
+                 cancelled: Callable[[], bool] | None = None) -> SampleSetup:
+    """Import the sample library if not yet, then build models + index (incremental)."""
+    check_sample_files()
+    progress = progress or (lambda *a, **k: None)
+    cancelled = cancelled or (lambda: False)
+    start = time.perf_counter()
+    imported, added = False, 0
+    if not sample_imported(engine.db_path):
+        progress(0, 0, f"Importing the sample library {SAMPLE_BIB.name}…")
+        report = import_into(engine.library, [SAMPLE_BIB], progress, cancelled)
+        if getattr(report, "cancelled", False) or cancelled():
+            return SampleSetup(False, 0, engine.status(), time.perf_counter() - start)
+        imported, added = True, int(getattr(report, "added", 0))
+        _marker(engine.db_path).write_text(json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)}))
+    status = engine.prepare(progress, cancelled)
+    return SampleSetup(imported, added, status, time.perf_counter() - start)
+
+
+def sample_draft_copy(folder: Path) -> Path:
+    """A writable copy of the sample draft in ``folder/sample/`` (the bundled file stays pristine)."""
+    check_sample_files()
+    target = Path(folder) / "sample" / SAMPLE_DRAFT.name
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(SAMPLE_DRAFT.read_text(encoding="utf-8"), encoding="utf-8")
+    return target
+
+
+@dataclass
+class DemoSentence:
+    text: str
+    cited: list[str]
+
+
+def demo_sentences(draft_text: str, n: int = 4) -> list[DemoSentence]:
+    """``n`` sentences of the draft that cite or read as needing a citation, in document order.
+
+    Sentences with ``\\cite`` keep their keys (the draft's own answer key, starred in the demo);
+    the others are the ones the citation-worthiness scorer flags as missing a citation.
+    """
+    from assistant.documents.draft import parse_draft
+    from assistant.documents.manuscript import find_missing_citations
+
+    doc = parse_draft(draft_text, fmt="latex")
+    missing = {(m.start, m.end) for m in find_missing_citations(doc)}
+    citing, flagged = [], []
+    for sent in doc.sentences():
+        keys = [k for s in textops.citation_spans(sent.text, textops.LATEX) for k in s.keys]
+        item = DemoSentence(" ".join(sent.text.split()), keys)
+        if keys:
+            citing.append((sent.start or 0, item))
+        elif (sent.start, sent.end) in missing:
+            flagged.append((sent.start or 0, item))
+    chosen = citing[: max(1, n // 2)]
+    rest = n - len(chosen)
+    if flagged and rest > 0:
+        step = max(1, len(flagged) // rest)
+        chosen += flagged[::step][:rest]
+    if len(chosen) < n:
+        chosen += [c for c in citing if c not in chosen][: n - len(chosen)]
+    return [item for _, item in sorted(chosen, key=lambda c: c[0])]
+
+
+def run_demo(n_sentences: int = 4, k: int = 5, db_path: Path | None = None, out: TextIO | None = None,
+             quiet: bool = False) -> int:
+    """Set the sample up and print the top-``k`` recommendations for a few draft sentences."""
+    from assistant.retrieval.query import Query
+
+    out = out or sys.stdout
+    err = sys.stderr
+    engine = Engine(EngineSettings(db_path=db_path))
+    last = [0.0]
+
+    def progress(done=0, total=0, message=""):
+        now = time.perf_counter()
+        if not quiet and message and now - last[0] > 2.0:
+            last[0] = now
+            print(f"  … {message}", file=err, flush=True)
+
+    try:
+        setup = setup_sample(engine, progress)
+    except SampleMissingError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    status = setup.status
+    print(f"Library {engine.db_path}: {status.describe()} (set-up {setup.seconds:.1f} s"
+          + (f", imported {setup.added} papers" if setup.imported else "") + ")", file=out)
+    draft = SAMPLE_DRAFT.read_text(encoding="utf-8")
+    title, abstract = textops.manuscript_meta(draft, textops.LATEX)
+    hits = total = 0
+    for i, sentence in enumerate(demo_sentences(draft, n_sentences), start=1):
+        query = Query(text=sentence.text, mode="local", title=title or None, abstract=abstract or None)
+        config = engine.default_config()
+        config.k = k
+        config.exclude_cited = False
+        result = engine.recommend(query, config=config)
+        timings = result.timings_ms or {}
+        ms = timings.get("total", sum(timings.values()))
+        print(f"\n[{i}] {textops_strip(sentence.text)}", file=out)
+        cites = ", ".join(sentence.cited) if sentence.cited else "nothing yet (flagged as needing a citation)"
+        print(f"    draft cites: {cites}   ({result.mode}, {ms:.0f} ms)", file=out)
+        for rank, rec in enumerate(result.items, start=1):
+            p = rec.paper
+            intent = f"{rec.intent} {rec.intent_confidence:.2f}" if rec.intent and rec.intent_confidence is not None \
+                else (rec.intent or "-")
+            mark = "*" if p.citekey in sentence.cited else " "
+            title_text = p.title if len(p.title) <= 70 else p.title[:67] + "..."
+            print(f"  {mark}{rank:2d}. {p.citekey:<24} {p.year or '----'}  {rec.score:7.3f}  {intent:<16} {title_text}",
+                  file=out)
+        total += len(sentence.cited)
+        hits += sum(1 for rec in result.items if rec.paper.citekey in sentence.cited)
+    print(f"\n* = cited there in the draft: {hits}/{total} of the draft's citations in the top {k}", file=out)
+    engine.close()
+    return 0
+
+
+def textops_strip(text: str) -> str:
+    from assistant.retrieval.query import strip_citation_markers
+
+    cleaned = strip_citation_markers(text)
+    return cleaned if len(cleaned) <= 150 else cleaned[:147] + "..."

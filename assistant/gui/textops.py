@@ -1,0 +1,265 @@
+"""Manuscript text operations behind the editor (no Qt).
+
+Citation markers of the three manuscript styles, the query under the cursor or
+selection (with the automatic mode), and where/how a citation is inserted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LATEX, MARKDOWN, NUMERIC = "latex", "markdown", "numeric"
+
+#: ``\cite{a,b}``, ``\citep[p.~3]{a}``, ``\parencite*{a}``, ...
+LATEX_CITE_RE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?(?:\s*\[[^\]]*\]){0,2}\s*\{([^{}]*)\}")
+#: Pandoc ``[@key]``, ``[see @a; @b, p. 3]`` and bare ``@key`` outside brackets are not matched.
+MARKDOWN_CITE_RE = re.compile(r"\[[^\[\]]*?-?@[\w:.#$%&+?<>~/-]*[^\[\]]*\]")
+MARKDOWN_KEY_RE = re.compile(r"-?@([\w:.#$%&+?<>~/-]+)")
+#: ``[12]``, ``[3, 5-7]``
+NUMERIC_CITE_RE = re.compile(r"\[(\d+(?:\s*[-\u2013,;]\s*\d+)*)\]")
+#: An explicit empty slot the user typed where a citation belongs.
+EMPTY_SLOT_RE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?\{\s*\}|\[@\??\]|\[\?\]|\[cite\]|\[citation needed\]")
+
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\\\[(\"'])")
+_ABBREV_RE = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|cf|vs|Fig|Eq|Sec|Tab|resp|approx|no|vol|pp)\.|\b[A-Z]\.)$")
+
+
+@dataclass
+class CitationSpan:
+    """A citation marker in the text: ``[start, end)`` and the keys (or numbers) it names."""
+
+    start: int
+    end: int
+    keys: list[str]
+    style: str
+
+
+@dataclass
+class QuerySpec:
+    """The text to recommend for and the automatically chosen mode."""
+
+    text: str
+    mode: str  # local | paragraph | global
+    start: int
+    end: int
+
+
+@dataclass
+class Edit:
+    """Replace ``text[start:end]`` with ``replacement`` (applied by the editor)."""
+
+    start: int
+    end: int
+    replacement: str
+
+
+def style_for_path(path: Path | str | None) -> str:
+    """Citation style of a manuscript from its extension (.tex → LaTeX, .md → Markdown, else numeric)."""
+    suffix = Path(path).suffix.lower() if path else ""
+    if suffix in (".tex", ".ltx", ".latex"):
+        return LATEX
+    if suffix in (".md", ".markdown", ".rmd", ".qmd"):
+        return MARKDOWN
+    return NUMERIC
+
+
+def citation_spans(text: str, style: str | None = None) -> list[CitationSpan]:
+    """All citation markers of ``text`` (every style when ``style`` is None)."""
+    spans: list[CitationSpan] = []
+    if style in (None, LATEX):
+        for m in LATEX_CITE_RE.finditer(text):
+            keys = [k.strip() for k in m.group(1).split(",") if k.strip()]
+            spans.append(CitationSpan(m.start(), m.end(), keys, LATEX))
+    if style in (None, MARKDOWN):
+        for m in MARKDOWN_CITE_RE.finditer(text):
+            keys = MARKDOWN_KEY_RE.findall(m.group(0))
+            if keys:
+                spans.append(CitationSpan(m.start(), m.end(), keys, MARKDOWN))
+    if style in (None, NUMERIC, MARKDOWN, LATEX):
+        taken = [(s.start, s.end) for s in spans]
+        for m in NUMERIC_CITE_RE.finditer(text):
+            if any(a <= m.start() < b for a, b in taken):
+                continue
+            spans.append(CitationSpan(m.start(), m.end(), re.split(r"\s*[,;]\s*", m.group(1)), NUMERIC))
+    return sorted(spans, key=lambda s: s.start)
+
+
+def cited_keys(text: str, style: str | None = None) -> set[str]:
+    """Keys already cited in the manuscript (numeric markers excluded)."""
+    return {k for s in citation_spans(text, style) if s.style != NUMERIC for k in s.keys}
+
+
+def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
+    """``[start, end)`` of the paragraph (blank-line separated) containing ``pos``."""
+    pos = max(0, min(pos, len(text)))
+    start = text.rfind("\n\n", 0, pos)
+    start = 0 if start < 0 else start + 2
+    end = text.find("\n\n", pos)
+    end = len(text) if end < 0 else end
+    return start, end
+
+
+def sentence_bounds(text: str, pos: int) -> tuple[int, int]:
+    """``[start, end)`` of the sentence containing ``pos`` (within its paragraph)."""
+    p_start, p_end = paragraph_bounds(text, pos)
+    para = text[p_start:p_end]
+    cuts = [0]
+    for m in _SENTENCE_END_RE.finditer(para):
+        if _ABBREV_RE.search(para[: m.start()]):
+            continue
+        cuts.append(m.end())
+    cuts.append(len(para))
+    rel = pos - p_start
+    for a, b in zip(cuts, cuts[1:]):
+        if a <= rel < b or b == len(para):
+            seg = para[a:b]
+            lead = len(seg) - len(seg.lstrip())
+            return p_start + a + lead, p_start + a + len(seg.rstrip())
+    return p_start, p_end
+
+
+def count_sentences(text: str) -> int:
+    text = text.strip()
+    if not text:
+        return 0
+    n = 1
+    for m in _SENTENCE_END_RE.finditer(text):
+        if not _ABBREV_RE.search(text[: m.start()]):
+            n += 1
+    return n
+
+
+def query_at(text: str, sel_start: int, sel_end: int) -> QuerySpec:
+    """The query for a selection (or the sentence under the cursor) and its automatic mode."""
+    if sel_end < sel_start:
+        sel_start, sel_end = sel_end, sel_start
+    if sel_end > sel_start:
+        chunk = text[sel_start:sel_end]
+        if "\n\n" in chunk.strip() or len(chunk) > 2500:
+            mode = "global"
+        elif count_sentences(chunk) > 1:
+            mode = "paragraph"
+        else:
+            mode = "local"
+        return QuerySpec(chunk.strip(), mode, sel_start, sel_end)
+    start, end = sentence_bounds(text, sel_start)
+    return QuerySpec(text[start:end].strip(), "local", start, end)
+
+
+def context_for_mode(text: str, spec: QuerySpec, mode: str) -> QuerySpec:
+    """Widen/narrow the query text when the user overrides the automatic mode."""
+    if mode == spec.mode or mode == "auto":
+        return spec
+    if mode == "paragraph":
+        start, end = paragraph_bounds(text, spec.start)
+        end = max(end, spec.end)
+        return QuerySpec(text[start:end].strip(), mode, start, end)
+    if mode == "global":
+        return QuerySpec(text[:6000].strip(), mode, spec.start, spec.end)
+    start, end = sentence_bounds(text, spec.start)
+    return QuerySpec(text[start:end].strip(), mode, start, end)
+
+
+def format_citation(key: str, style: str, number: int | None = None) -> str:
+    """The marker for one citation in ``style``."""
+    if style == LATEX:
+        return f"\\cite{{{key}}}"
+    if style == MARKDOWN:
+        return f"[@{key}]"
+    return f"[{number if number is not None else key}]"
+
+
+def _strip_back(text: str, pos: int, lower: int) -> int:
+    """Move ``pos`` left over whitespace and sentence-final punctuation (cite before the period)."""
+    while pos > lower and text[pos - 1] in " \t\n":
+        pos -= 1
+    while pos > lower and text[pos - 1] in ".!?;:":
+        pos -= 1
+    return pos
+
+
+def citation_edit(text: str, sel_start: int, sel_end: int, key: str, style: str,
+                  number: int | None = None) -> Edit:
+    """How to insert a citation of ``key`` for the cursor/selection.
+
+    Priority: an empty slot (``\\cite{}``, ``[@?]``, ``[?]``) in the sentence; the
+    citation marker under the cursor (the key is added to it); the cursor; for a
+    selection, its end before the final punctuation.
+    """
+    if sel_end < sel_start:
+        sel_start, sel_end = sel_end, sel_start
+    s_start, s_end = sentence_bounds(text, sel_start)
+    lo, hi = min(s_start, sel_start), max(s_end, sel_end)
+    slot = EMPTY_SLOT_RE.search(text, lo, hi)
+    if slot:
+        return Edit(slot.start(), slot.end(), format_citation(key, style, number))
+    for span in citation_spans(text, style):
+        if span.start <= sel_start <= span.end and span.style == style and sel_start == sel_end:
+            if key in span.keys:
+                return Edit(sel_start, sel_start, "")
+            inner = text[span.start:span.end]
+            if style == LATEX:
+                close = span.start + inner.rfind("}")
+                return Edit(close, close, ("," if span.keys else "") + key)
+            if style == MARKDOWN:
+                close = span.end - 1
+                return Edit(close, close, f"; @{key}")
+            close = span.end - 1
+            return Edit(close, close, f", {number if number is not None else key}")
+    pos = sel_start if sel_end == sel_start else _strip_back(text, sel_end, sel_start)
+    marker = format_citation(key, style, number)
+    before = text[pos - 1] if pos > 0 else ""
+    if style == LATEX:
+        prefix = "~" if before and not before.isspace() and before not in "~(" else ""
+    else:
+        prefix = " " if before and not before.isspace() and before not in "([" else ""
+    return Edit(pos, pos, prefix + marker)
+
+
+def apply_edit(text: str, edit: Edit) -> str:
+    return text[: edit.start] + edit.replacement + text[edit.end:]
+
+
+_TEX_TITLE_RE = re.compile(r"\\title(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}", re.S)
+_TEX_ABSTRACT_RE = re.compile(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", re.S)
+_TEX_BIB_RE = re.compile(r"\\(?:bibliography|addbibresource)(?:\[[^\]]*\])?\{([^}]+)\}")
+_MD_FIELD_RE = re.compile(r"^(title|abstract|bibliography):\s*[\"']?(.+?)[\"']?\s*$", re.M)
+
+
+def manuscript_meta(text: str, style: str) -> tuple[str, str]:
+    """The manuscript's title and abstract (LaTeX ``\\title``/abstract env, Markdown YAML header)."""
+    title = abstract = ""
+    if style == LATEX:
+        m = _TEX_TITLE_RE.search(text)
+        title = re.sub(r"\s+", " ", m.group(1)).strip() if m else ""
+        m = _TEX_ABSTRACT_RE.search(text)
+        abstract = re.sub(r"\s+", " ", m.group(1)).strip() if m else ""
+    elif style == MARKDOWN and text.startswith("---"):
+        header = text[: text.find("\n---", 3) + 1] if "\n---" in text[3:] else ""
+        for name, value in _MD_FIELD_RE.findall(header):
+            if name == "title":
+                title = value
+            elif name == "abstract":
+                abstract = value
+    return title, abstract
+
+
+def bib_from_manuscript(text: str, path: Path | None, style: str) -> Path | None:
+    """The .bib file a manuscript names (``\\bibliography{refs}``, ``bibliography: refs.bib``)."""
+    if path is None:
+        return None
+    name = ""
+    if style == LATEX:
+        m = _TEX_BIB_RE.search(text)
+        name = m.group(1).split(",")[0].strip() if m else ""
+    elif style == MARKDOWN and text.startswith("---"):
+        for field_name, value in _MD_FIELD_RE.findall(text[:4000]):
+            if field_name == "bibliography":
+                name = value.strip()
+    if not name:
+        return None
+    if not name.endswith(".bib"):
+        name += ".bib"
+    return (Path(path).parent / name).resolve()

@@ -1,0 +1,187 @@
+"""Background work for the GUI: never block the UI thread.
+
+All engine work (model loading, indexing, imports, recommendations) runs on one
+dedicated pool thread that never expires, so the engine's SQLite connection and
+ONNX sessions stay on the thread that created them. Each job belongs to a
+*channel* (``"recommend"``, ``"import"``, ...); submitting to a channel bumps its
+generation and cancels the previous job there, and results of a stale
+generation are dropped, so a newer request always wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+
+log = logging.getLogger(__name__)
+
+#: ``fn(progress, cancelled) -> result``; ``progress(done, total, message)``.
+JobFn = Callable[[Callable[..., None], Callable[[], bool]], Any]
+
+
+class Cancelled(Exception):
+    """Raised inside a job when its token was cancelled (the job stops quietly)."""
+
+
+class CancelToken:
+    """A thread-safe cancel flag handed to the pipeline as ``cancelled()``."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    def __call__(self) -> bool:
+        return self._event.is_set()
+
+
+class JobSignals(QObject):
+    """Carrier of a job's signals (lives in the UI thread; emitted from the pool thread)."""
+
+    progress = Signal(str, int, object, object, str)  # channel, generation, done, total, message
+    finished = Signal(str, int, object)  # channel, generation, result
+    failed = Signal(str, int, str, str)  # channel, generation, message, traceback
+    cancelled = Signal(str, int)
+
+
+class _Job(QRunnable):
+    def __init__(self, channel: str, generation: int, fn: JobFn, token: CancelToken, signals: JobSignals):
+        super().__init__()
+        self.setAutoDelete(True)
+        self.channel, self.generation, self.fn, self.token, self.signals = channel, generation, fn, token, signals
+
+    def _progress(self, done: Any = 0, total: Any = 0, message: str = "") -> None:
+        if self.token():
+            raise Cancelled()
+        self.signals.progress.emit(self.channel, self.generation, done, total, str(message or ""))
+
+    def run(self) -> None:  # pool thread
+        if self.token():
+            self.signals.cancelled.emit(self.channel, self.generation)
+            return
+        try:
+            result = self.fn(self._progress, self.token)
+        except Cancelled:
+            self.signals.cancelled.emit(self.channel, self.generation)
+            return
+        except BaseException as exc:  # noqa: BLE001 - every error goes to the UI, not the console
+            if self.token():
+                self.signals.cancelled.emit(self.channel, self.generation)
+                return
+            if type(exc).__name__ in ("PipelineCancelled", "CancelledError", "ImportCancelled", "EngineCancelled", "Cancelled"):
+                self.signals.cancelled.emit(self.channel, self.generation)
+                return
+            log.debug("job %s#%d failed", self.channel, self.generation, exc_info=True)
+            message = str(exc) or type(exc).__name__
+            self.signals.failed.emit(self.channel, self.generation, message, traceback.format_exc())
+            return
+        if self.token():
+            self.signals.cancelled.emit(self.channel, self.generation)
+        else:
+            self.signals.finished.emit(self.channel, self.generation, result)
+
+
+@dataclass
+class _Callbacks:
+    on_done: Callable[[Any], None] | None = None
+    on_error: Callable[[str, str], None] | None = None
+    on_progress: Callable[[Any, Any, str], None] | None = None
+    on_cancel: Callable[[], None] | None = None
+    token: CancelToken = field(default_factory=CancelToken)
+
+
+class JobRunner(QObject):
+    """Submits jobs to the engine thread and routes their signals to callbacks (UI thread)."""
+
+    busy_changed = Signal(str, bool)  # channel, running
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+        self.pool.setExpiryTimeout(-1)  # the engine thread lives as long as the app
+        self.signals = JobSignals(self)
+        self.signals.progress.connect(self._on_progress)
+        self.signals.finished.connect(self._on_finished)
+        self.signals.failed.connect(self._on_failed)
+        self.signals.cancelled.connect(self._on_cancelled)
+        self._generation: dict[str, int] = {}
+        self._jobs: dict[tuple[str, int], _Callbacks] = {}
+
+    def submit(self, channel: str, fn: JobFn, on_done=None, on_error=None, on_progress=None,
+               on_cancel=None) -> int:
+        """Run ``fn`` in the background; cancels the channel's previous job. Returns the generation."""
+        self.cancel(channel)
+        generation = self._generation.get(channel, 0) + 1
+        self._generation[channel] = generation
+        callbacks = _Callbacks(on_done, on_error, on_progress, on_cancel)
+        self._jobs[(channel, generation)] = callbacks
+        self.pool.start(_Job(channel, generation, fn, callbacks.token, self.signals))
+        self.busy_changed.emit(channel, True)
+        return generation
+
+    def cancel(self, channel: str) -> None:
+        """Cancel the running/queued job of ``channel`` (its result will be dropped)."""
+        for (ch, _gen), callbacks in self._jobs.items():
+            if ch == channel:
+                callbacks.token.cancel()
+
+    def is_busy(self, channel: str) -> bool:
+        return any(ch == channel for ch, _ in self._jobs)
+
+    def generation(self, channel: str) -> int:
+        return self._generation.get(channel, 0)
+
+    def wait(self, msecs: int = 30000) -> bool:
+        return self.pool.waitForDone(msecs)
+
+    def shutdown(self, msecs: int = 10000) -> None:
+        for callbacks in self._jobs.values():
+            callbacks.token.cancel()
+        self.pool.clear()
+        self.pool.waitForDone(msecs)
+
+    # --- routing (UI thread) ------------------------------------------------------------------
+    def _current(self, channel: str, generation: int) -> _Callbacks | None:
+        callbacks = self._jobs.get((channel, generation))
+        if callbacks is None or generation != self._generation.get(channel):
+            return None  # stale: a newer request replaced it
+        return callbacks
+
+    def _finish(self, channel: str, generation: int) -> None:
+        self._jobs.pop((channel, generation), None)
+        if not self.is_busy(channel):
+            self.busy_changed.emit(channel, False)
+
+    @Slot(str, int, object, object, str)
+    def _on_progress(self, channel, generation, done, total, message) -> None:
+        callbacks = self._current(channel, generation)
+        if callbacks and callbacks.on_progress and not callbacks.token():
+            callbacks.on_progress(done, total, message)
+
+    @Slot(str, int, object)
+    def _on_finished(self, channel, generation, result) -> None:
+        callbacks = self._current(channel, generation)
+        self._finish(channel, generation)
+        if callbacks and callbacks.on_done:
+            callbacks.on_done(result)
+
+    @Slot(str, int, str, str)
+    def _on_failed(self, channel, generation, message, trace) -> None:
+        callbacks = self._current(channel, generation)
+        self._finish(channel, generation)
+        if callbacks and callbacks.on_error:
+            callbacks.on_error(message, trace)
+
+    @Slot(str, int)
+    def _on_cancelled(self, channel, generation) -> None:
+        callbacks = self._jobs.get((channel, generation))
+        self._finish(channel, generation)
+        if callbacks and callbacks.on_cancel:
+            callbacks.on_cancel()

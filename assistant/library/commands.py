@@ -1,0 +1,201 @@
+"""``assistant library ...``: import, stats, search, export, show, remove."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import click
+
+from assistant.cli import resolve_db_path
+
+db_option = click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
+                         help="Library database file (overrides the global --db / $ASSISTANT_DB).")
+
+
+def _open(ctx: click.Context, db: str | None):
+    from assistant.library.store import Library
+
+    return Library(resolve_db_path(ctx, db))
+
+
+def _fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+class _ProgressPrinter:
+    """Prints ``files, records, rate, ETA`` to stderr at most twice a second."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, p) -> None:
+        now = time.monotonic()
+        if self.quiet or (now - self.last < (0.5 if self.tty else 5.0) and p.files_done < p.files_total):
+            return
+        self.last = now
+        line = (f"[{p.fraction:6.1%}] files {p.files_done}/{p.files_total}  records {p.records}  "
+                f"{p.rate:,.0f} rec/s  ETA {_fmt_eta(p.eta_s)}")
+        click.echo(("\r" + line) if self.tty else line, err=True, nl=not self.tty)
+
+
+@click.group("library")
+def library() -> None:
+    """Manage the paper library (import, search, export)."""
+
+
+@library.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@db_option
+@click.option("--workers", type=int, default=None, help="Parser processes (default: up to 2 for many files).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def import_cmd(ctx, paths, db, workers, quiet, as_json):
+    """Import BibTeX/RIS/CSL-JSON files, folders, zotero.sqlite or PDFs (one transaction)."""
+    from assistant.library.importers import import_paths
+
+    lib = _open(ctx, db)
+    try:
+        printer = _ProgressPrinter(quiet or as_json)
+        report = import_paths(lib, paths, progress=printer, workers=workers)
+        count = lib.count()
+    finally:
+        lib.close()
+    if printer.tty and not printer.quiet:
+        click.echo("", err=True)
+    for issue in report.issues:
+        click.echo(str(issue), err=True)
+    summary = {
+        "files": report.files, "added": report.added, "merged": report.merged, "unchanged": report.unchanged,
+        "skipped": report.skipped, "skipped_by_reason": report.skipped_by_reason,
+        "issues": len(report.issues), "papers_in_library": count,
+        "elapsed_s": round(report.elapsed_s, 2), "cpu_s": round(report.cpu_s, 2),
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(f"{report.files} files: {report.added} added, {report.merged} merged, "
+                   f"{report.unchanged} unchanged, {report.skipped} skipped, {len(report.issues)} issues "
+                   f"in {report.elapsed_s:.1f}s (CPU {report.cpu_s:.1f}s); library has {count} papers")
+    if report.records == 0 and any(i.severity == "error" for i in report.issues):
+        ctx.exit(1)  # nothing could be imported
+
+
+@library.command("stats")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def stats_cmd(ctx, db, as_json):
+    """Counts per entry type, abstracts, DOIs, citations, schema version, DB size."""
+    lib = _open(ctx, db)
+    try:
+        stats = lib.stats()
+    finally:
+        lib.close()
+    if as_json:
+        click.echo(json.dumps(stats, indent=2))
+        return
+    click.echo(f"library: {stats['path']} (schema v{stats['schema_version']}, "
+               f"{stats['db_size_bytes'] / 1e6:.1f} MB)")
+    click.echo(f"papers: {stats['papers']}  (with abstract {stats['with_abstract']}, with DOI {stats['with_doi']}, "
+               f"with PDF {stats['with_pdf']})  records: {stats['records']}  citations: {stats['citations']}")
+    for etype, n in stats["by_entry_type"].items():
+        click.echo(f"  {etype:<15} {n}")
+
+
+@library.command("search")
+@click.argument("query", nargs=-1, required=True)
+@db_option
+@click.option("-n", "--limit", type=int, default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def search_cmd(ctx, query, db, limit, as_json):
+    """Full-text search (title, abstract, keywords)."""
+    lib = _open(ctx, db)
+    try:
+        papers = lib.search(" ".join(query), limit=limit)
+    finally:
+        lib.close()
+    if as_json:
+        click.echo(json.dumps([{"id": p.id, "citekey": p.citekey, "title": p.title, "year": p.year,
+                                "authors": p.authors, "doi": p.doi, "venue": p.venue} for p in papers], indent=2))
+        return
+    for p in papers:
+        who = p.first_author_lastname + (" et al." if len(p.authors) > 1 else "")
+        click.echo(f"{p.citekey:<28} {p.year or '':<5} {who[:24]:<24} {p.title}")
+    if not papers:
+        click.echo("no match", err=True)
+
+
+@library.command("export")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
+              help="Output .bib file ('-' for stdout).")
+@click.option("--keys", multiple=True, help="Citekeys to export (repeat or comma-separate); default: all.")
+@db_option
+@click.pass_context
+def export_cmd(ctx, output, keys, db):
+    """Export BibTeX (the whole library or --keys) with stable citekeys."""
+    from assistant.library.export import export_bibtex
+
+    wanted = [k.strip() for group in keys for k in group.split(",") if k.strip()] or None
+    lib = _open(ctx, db)
+    try:
+        written, missing = export_bibtex(lib, output, citekeys=wanted)
+    finally:
+        lib.close()
+    for key in missing:
+        click.echo(f"error: no paper with citekey '{key}'", err=True)
+    click.echo(f"wrote {written} entries to {output}", err=True)
+    if missing:
+        ctx.exit(1)
+
+
+@library.command("show")
+@click.argument("key")
+@db_option
+@click.pass_context
+def show_cmd(ctx, key, db):
+    """Show one paper (by citekey, DOI or id) with its original records."""
+    lib = _open(ctx, db)
+    try:
+        paper = _find(lib, key)
+        if paper is None:
+            raise click.ClickException(f"no paper '{key}'")
+        click.echo(json.dumps({k: v for k, v in paper.__dict__.items() if k != "original_text"},
+                              indent=2, ensure_ascii=False))
+        for rec in lib.records(paper.id):
+            click.echo(f"--- {rec['format']} record from {rec['source_file']}:{rec['line']}")
+            click.echo(rec["text"])
+    finally:
+        lib.close()
+
+
+@library.command("remove")
+@click.argument("keys", nargs=-1, required=True)
+@db_option
+@click.pass_context
+def remove_cmd(ctx, keys, db):
+    """Delete papers (by citekey, DOI or id) and their citation edges."""
+    lib = _open(ctx, db)
+    try:
+        for key in keys:
+            paper = _find(lib, key)
+            if paper is None:
+                click.echo(f"error: no paper '{key}'", err=True)
+                continue
+            lib.remove(paper.id)
+            click.echo(f"removed {paper.citekey}: {paper.title}")
+    finally:
+        lib.close()
+
+
+def _find(lib, key: str):
+    if key.isdigit():
+        return lib.get(int(key))
+    return lib.get_by_citekey(key) or lib.get_by_doi(key)

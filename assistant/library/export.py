@@ -1,0 +1,112 @@
+"""BibTeX export with the library's stable citekeys.
+
+Entries are written from the normalised fields (Unicode, UTF-8 file) so that exporting and
+re-importing gives the same records and the same citekeys (the exported keys are kept as
+user keys on import).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Iterable, TextIO
+
+from assistant.library.models import Paper
+
+_MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}"}
+_TRANS = str.maketrans(_ESCAPES)
+_FIELD_ORDER = ("publisher", "address", "series", "volume", "number", "pages", "numpages", "articleno",
+                "month", "isbn", "issn", "location", "edition", "editor", "note", "organization", "school",
+                "institution", "howpublished", "issue_date")
+_SKIP_EXTRA = {"author", "title", "year", "journal", "booktitle", "doi", "url", "abstract", "keywords",
+               "eprint", "archiveprefix", "file", "crossref"}
+
+
+def escape(value: str) -> str:
+    """Escape the characters BibTeX/LaTeX treat specially (``& % $ # _ { } ~ \\``)."""
+    value = value.translate(_TRANS)
+    return value.replace("\u00a0", "~")
+
+
+def _field(name: str, value: str, raw: bool = False, verbatim: bool = False) -> str:
+    """``name = {value}``; ``verbatim`` fields (DOI, URL, file) are written unescaped, as biblatex reads them."""
+    if raw:
+        return f"  {name} = {value}"
+    return f"  {name} = {{{value if verbatim else escape(value)}}}"
+
+
+def paper_to_bibtex(paper: Paper) -> str:
+    """One ``@type{citekey, ...}`` entry for ``paper``."""
+    fields: list[str] = []
+    if paper.authors:
+        fields.append(_field("author", " and ".join(paper.authors)))
+    fields.append(_field("title", paper.title))
+    if paper.year:
+        fields.append(_field("year", str(paper.year)))
+    if paper.venue:
+        fields.append(_field("journal" if paper.entry_type == "article" else "booktitle", paper.venue))
+    extra = dict(paper.extra)
+    for name in _FIELD_ORDER + tuple(sorted(k for k in extra if k not in _FIELD_ORDER)):
+        value = extra.get(name)
+        if not value or name in _SKIP_EXTRA or not _valid_name(name):
+            continue
+        if name == "month" and str(value).isdigit() and 1 <= int(value) <= 12:
+            fields.append(_field("month", _MONTHS[int(value) - 1], raw=True))
+        else:
+            fields.append(_field(name, str(value)))
+    if paper.doi:
+        fields.append(_field("doi", paper.doi, verbatim=True))
+    if paper.url:
+        fields.append(_field("url", paper.url, verbatim=True))
+    if paper.arxiv_id:
+        fields.append(_field("eprint", paper.arxiv_id, verbatim=True))
+        fields.append(_field("archiveprefix", "arXiv"))
+    if paper.pdf_path:
+        fields.append(_field("file", paper.pdf_path, verbatim=True))
+    if paper.keywords:
+        fields.append(_field("keywords", ", ".join(paper.keywords)))
+    if paper.abstract:
+        fields.append(_field("abstract", paper.abstract))
+    return f"@{paper.entry_type or 'misc'}{{{paper.citekey},\n" + ",\n".join(fields) + "\n}\n"
+
+
+def _valid_name(name: str) -> bool:
+    return name.replace("_", "").replace("-", "").isalnum()
+
+
+def write_bibtex(papers: Iterable[Paper], out: TextIO) -> int:
+    """Write entries to an open text stream; returns how many were written."""
+    n = 0
+    for paper in papers:
+        out.write(paper_to_bibtex(paper))
+        out.write("\n")
+        n += 1
+    return n
+
+
+def export_bibtex(library, output: str | Path, citekeys: list[str] | None = None,
+                  ids: list[int] | None = None) -> tuple[int, list[str]]:
+    """Export the whole library, or the papers named by ``citekeys``/``ids``, to ``output``
+    (``-`` = stdout). Returns ``(written, missing citekeys)``; the file is replaced atomically."""
+    missing: list[str] = []
+    if citekeys is None and ids is None:
+        papers: Iterable[Paper] = library.iter_papers()
+    else:
+        selected: list[Paper] = library.get_many(ids or [])
+        for key in citekeys or []:
+            paper = library.get_by_citekey(key)
+            if paper is None:
+                missing.append(key)
+            else:
+                selected.append(paper)
+        papers = selected
+    if str(output) == "-":
+        return write_bibtex(papers, sys.stdout), missing
+    output = Path(output)
+    tmp = output.with_name(output.name + ".part")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        written = write_bibtex(papers, fh)
+    tmp.replace(output)
+    return written, missing

@@ -1,0 +1,261 @@
+"""Batch import of bibliography files into a ``Library`` (BibTeX, RIS, CSL-JSON, Zotero, PDF, folders).
+
+``import_paths`` is the one entry point used by the CLI and the GUI. Files are parsed
+(optionally in worker processes, in order, so results are deterministic) and stored by the
+calling process inside one transaction: an import is applied entirely or not at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import multiprocessing
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from assistant.library.importers.common import ImportFileError, ParsedFile
+from assistant.library.models import ImportIssue, ImportProgress, ImportReport
+
+log = logging.getLogger(__name__)
+
+#: extension -> format name
+EXTENSIONS = {
+    ".bib": "bibtex", ".bibtex": "bibtex", ".ris": "ris", ".json": "csljson", ".csl.json": "csljson",
+    ".csljson": "csljson", ".sqlite": "zotero", ".pdf": "pdf",
+}
+#: format -> "module:function" taking a path and returning ParsedFile
+PARSERS = {
+    "bibtex": "assistant.library.importers.bibtex:parse_bibtex_file",
+    "ris": "assistant.library.importers.ris:parse_ris_file",
+    "csljson": "assistant.library.importers.csljson:parse_csljson_file",
+    "zotero": "assistant.library.importers.zotero:parse_zotero_file",
+}
+PROGRESS_EVERY = 2000  # records between progress callbacks inside a file
+
+
+class ImportCancelled(Exception):
+    """Raised inside the import transaction when the caller cancels; everything is rolled back."""
+
+
+def detect_format(path: Path) -> str | None:
+    """Format of a file from its extension, else by sniffing its first bytes."""
+    name = path.name.lower()
+    for ext, fmt in sorted(EXTENSIONS.items(), key=lambda kv: -len(kv[0])):
+        if name.endswith(ext):
+            return fmt
+    try:
+        head = path.read_bytes()[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return None
+    if head.startswith(b"%PDF"):
+        return "pdf"
+    if head.startswith(b"SQLite format 3"):
+        return "zotero"
+    if head.startswith(b"@") or b"\n@" in head:
+        return "bibtex"
+    if head[:2] == b"TY" and b"  - " in head[:8]:
+        return "ris"
+    if head.startswith((b"[", b"{")):
+        return "csljson"
+    return None
+
+
+def expand_paths(paths: Iterable[str | Path], issues: list[ImportIssue]) -> list[tuple[Path, str]]:
+    """Files to import with their format; folders are walked recursively (sorted, known types only)."""
+    out: list[tuple[Path, str]] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for name in sorted(files):
+                    child = Path(root) / name
+                    fmt = detect_format(child) if _known_ext(name) else None
+                    if fmt == "zotero" and name != "zotero.sqlite":
+                        continue  # other SQLite files in a folder are not Zotero libraries
+                    if fmt == "csljson" and not _looks_like_csl(child):
+                        continue  # package.json, settings...: only JSON arrays are CSL-JSON
+                    if fmt:
+                        out.append((child, fmt))
+        elif not path.exists():
+            issues.append(ImportIssue(str(path), 0, "no such file or directory"))
+        else:
+            fmt = detect_format(path)
+            if fmt is None:
+                issues.append(ImportIssue(str(path), 0, "unknown file format (expected .bib, .ris, CSL-JSON "
+                                                        ".json, zotero.sqlite or .pdf)"))
+            else:
+                out.append((path, fmt))
+    return out
+
+
+def _looks_like_csl(path: Path) -> bool:
+    try:
+        head = path.read_bytes()[:512].lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return True  # let the parser report the read error
+    return head.startswith(b"[")
+
+
+def _known_ext(name: str) -> bool:
+    name = name.lower()
+    return any(name.endswith(ext) for ext in EXTENSIONS)
+
+
+def parse_file(job: tuple[str, str]) -> ParsedFile:
+    """Parse one file with the parser of its format (runs in worker processes too)."""
+    path, fmt = job
+    module, func = PARSERS[fmt].split(":")
+    try:
+        return getattr(importlib.import_module(module), func)(Path(path))
+    except ImportFileError as exc:
+        result = ParsedFile(path)
+        result.issues.append(ImportIssue(path, 0, str(exc)))
+        result.skip("unreadable file")
+        return result
+    except Exception as exc:  # a parser bug must not abort the other files
+        log.exception("parser failed on %s", path)
+        result = ParsedFile(path)
+        result.issues.append(ImportIssue(path, 0, f"could not parse file: {type(exc).__name__}: {exc}"))
+        result.skip("unreadable file")
+        return result
+
+
+def _parsed(jobs: list[tuple[str, str]], workers: int) -> Iterator[ParsedFile]:
+    if workers <= 1 or len(jobs) < 4:
+        for job in jobs:
+            yield parse_file(job)
+        return
+    # fork is fast and works for any __main__; with other threads running (Qt, torch) fork
+    # can deadlock, so spawn is used then (the GUI's __main__ is a real file, as spawn needs).
+    single_threaded = threading.active_count() == 1
+    method = "fork" if single_threaded and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    with ctx.Pool(workers) as pool:
+        yield from pool.imap(parse_file, jobs, chunksize=1)
+
+
+def _import_pdf(library, path: Path, report: ImportReport) -> None:
+    try:
+        module = importlib.import_module("assistant.documents.importer")
+        import_pdf = module.import_pdf
+    except (ImportError, AttributeError) as exc:
+        report.issues.append(ImportIssue(str(path), 0, f"PDF import is not available ({exc})"))
+        report.skip("pdf import unavailable")
+        return
+    try:
+        sub = import_pdf(library, path)
+    except Exception as exc:  # DocumentError (unreadable/encrypted PDF) or a parser failure
+        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+        report.issues.append(ImportIssue(str(path), 0, f"PDF import failed: {reason}"))
+        report.skip("pdf import failed")
+        return
+    if isinstance(sub, ImportReport):
+        report.merge_from(sub)
+        report.files -= sub.files
+        return
+    # the documents layer's own report: created / paper_id / warnings
+    if getattr(sub, "created", False):
+        report.added += 1
+    else:
+        report.merged += 1
+    for warning in getattr(sub, "warnings", None) or []:
+        report.issues.append(ImportIssue(str(path), 0, str(warning), "warning"))
+
+
+def _store(library, parsed: ParsedFile, report: ImportReport, state: dict, tick: Callable[[str], None]) -> None:
+    """Add one parsed file's records to the library (inside the import transaction)."""
+    report.issues.extend(parsed.issues)
+    for reason, n in parsed.skipped.items():
+        report.skipped += n
+        report.skipped_by_reason[reason] = report.skipped_by_reason.get(reason, 0) + n
+    for i, record in enumerate(parsed.records, 1):
+        try:
+            outcome = library.add_paper(record.paper, record_format=record.fmt, line=record.line)
+        except (ValueError, TypeError, sqlite3.IntegrityError) as exc:  # one odd record: report, go on
+            report.issues.append(ImportIssue(parsed.path, record.line or 0, f"record not stored: {exc}"))
+            report.skip("not stored")
+        else:
+            setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+        state["records"] += 1
+        if i % PROGRESS_EVERY == 0:
+            tick(parsed.path)
+
+
+def import_paths(
+    library,
+    paths: Iterable[str | Path],
+    progress: Callable[[ImportProgress], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    workers: int | None = None,
+) -> ImportReport:
+    """Import files/folders into ``library`` in one transaction; returns counts and issues.
+
+    ``progress`` is called after each file and every ``PROGRESS_EVERY`` records; when
+    ``cancelled()`` turns true the whole import is rolled back (``report.cancelled``).
+    """
+    start, cpu0 = time.perf_counter(), _cpu_time()
+    report = ImportReport()
+    files = expand_paths(paths, report.issues)
+    report.skipped += len(report.issues)
+    sizes = {str(p): _size(p) for p, _ in files}
+    total_bytes = sum(sizes.values()) or 1
+    pdfs = [p for p, fmt in files if fmt == "pdf"]
+    jobs = [(str(p), fmt) for p, fmt in files if fmt != "pdf"]
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1) if len(jobs) >= 8 else 1
+    state = {"records": 0, "bytes": 0, "files": 0}
+
+    def tick(current: str) -> None:
+        if cancelled and cancelled():
+            raise ImportCancelled
+        if progress:
+            progress(ImportProgress(state["files"], len(files), state["records"], state["bytes"], total_bytes,
+                                    time.perf_counter() - start, current))
+
+    try:
+        with library.transaction():
+            tick("")
+            with library.bulk_fts():  # FTS rows of new papers are written in bulk at the end
+                for parsed in _parsed(jobs, workers):
+                    _store(library, parsed, report, state, tick)
+                    state["files"] += 1
+                    state["bytes"] += sizes.get(parsed.path, 0)
+                    report.files += 1
+                    tick(parsed.path)
+            for path in pdfs:  # after the FTS flush: PDF reference linking searches the library
+                _import_pdf(library, path, report)
+                state["files"] += 1
+                state["bytes"] += sizes.get(str(path), 0)
+                report.files += 1
+                tick(str(path))
+    except ImportCancelled:
+        report = ImportReport(files=report.files, issues=report.issues, cancelled=True)
+    report.elapsed_s = time.perf_counter() - start
+    report.cpu_s = _cpu_time() - cpu0
+    return report
+
+
+def _cpu_time() -> float:
+    """CPU seconds of this process plus its finished worker processes."""
+    try:
+        import resource
+
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + children.ru_utime + children.ru_stime
+    except ImportError:  # Windows
+        return time.process_time()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+__all__ = ["import_paths", "detect_format", "expand_paths", "ImportCancelled"]

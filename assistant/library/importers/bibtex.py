@@ -1,0 +1,158 @@
+"""BibTeX importer built on bibtexparser v2.
+
+bibtexparser resolves ``@string`` macros and strips enclosing braces/quotes; this module adds
+``crossref`` inheritance, month macros, LaTeX → Unicode and the mapping to ``Paper``.
+Entry-type policy: every entry becomes a paper except ACM-DL ``@dataset`` "Review ID"
+records (reviews of another paper, not citable works), which are counted as skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import bibtexparser
+from bibtexparser.model import DuplicateBlockKeyBlock, Entry, ParsingFailedBlock
+
+from assistant.library.importers.common import ParsedFile, ParsedRecord, read_text
+from assistant.library.models import ImportIssue, Paper
+from assistant.library.normalize import (
+    clean_text,
+    clean_url,
+    find_arxiv_id,
+    normalize_doi,
+    parse_year,
+    split_authors,
+    split_keywords,
+)
+
+# bibtexparser logs every failed block itself; we report them as ImportIssues instead.
+logging.getLogger("bibtexparser").setLevel(logging.CRITICAL)
+
+MONTHS = {m: i for i, m in enumerate(
+    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+_MAIN_FIELDS = {"title", "author", "year", "doi", "abstract", "keywords", "url", "journal", "booktitle",
+                "crossref", "eprint", "archiveprefix", "file", "pdf", "date"}
+#: Fields a crossref'd entry inherits from its parent (BibTeX semantics: only when missing).
+_INHERIT = ("booktitle", "year", "publisher", "address", "editor", "series", "volume", "isbn", "month",
+            "journal", "organization")
+
+
+def _fields(entry: Entry) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for f in entry.fields:
+        value = f.value if isinstance(f.value, str) else str(f.value)
+        out.setdefault(f.key.lower(), value.strip())
+    return out
+
+
+def _month(value: str) -> str:
+    low = value.strip().lower()[:3]
+    if low in MONTHS:
+        return str(MONTHS[low])
+    return value.strip()
+
+
+def entry_to_paper(entry_type: str, key: str, fields: dict[str, str], raw: str, source: str) -> Paper:
+    """Map one BibTeX entry (already crossref-resolved) to a ``Paper``."""
+    date = fields.get("date", "")
+    extra = {}
+    for name, value in fields.items():
+        if name in _MAIN_FIELDS or not value:
+            continue
+        extra[name] = _month(value) if name == "month" else clean_text(value)
+    pdf = fields.get("pdf") or None
+    if not pdf and fields.get("file"):
+        # JabRef/Zotero style: "Description:path/to/file.pdf:PDF"
+        parts = [p for p in fields["file"].split(":") if p.lower().endswith(".pdf")]
+        pdf = parts[0] if parts else None
+    return Paper(
+        title=clean_text(fields.get("title", "")),
+        citekey=key,
+        entry_type=entry_type.lower(),
+        abstract=clean_text(fields.get("abstract", "")),
+        authors=split_authors(fields.get("author") or fields.get("editor", "")),
+        year=parse_year(fields.get("year") or date),
+        venue=clean_text(fields.get("journal") or fields.get("booktitle") or ""),
+        doi=normalize_doi(fields.get("doi")),
+        arxiv_id=find_arxiv_id(fields.get("eprint") if fields.get("archiveprefix", "").lower() == "arxiv" else None,
+                               fields.get("url"), fields.get("journal")),
+        keywords=split_keywords(fields.get("keywords", "")),
+        url=clean_url(fields.get("url")),
+        pdf_path=pdf,
+        source_file=source,
+        original_text=raw,
+        extra=extra,
+    )
+
+
+def _failure_reason(block: ParsingFailedBlock) -> str:
+    error = block.error
+    message = getattr(error, "abort_reason", None) or str(error) or type(error).__name__
+    if "bibtex:" in message:
+        message = message.split("bibtex:", 1)[1]
+    head = (block.raw or "").lstrip().split(",", 1)[0][:60]
+    return f"malformed entry {head!r}: " + " ".join(message.split())
+
+
+def is_acm_review(entry_type: str, fields: dict[str, str]) -> bool:
+    return entry_type.lower() == "dataset" and fields.get("title", "").startswith("Review ID")
+
+
+def parse_bibtex_text(text: str, source: str) -> ParsedFile:
+    """Parse BibTeX text into records plus issues (malformed entries are reported, not fatal)."""
+    result = ParsedFile(source, nbytes=len(text))
+    library = bibtexparser.parse_string(text)
+    entries: list[tuple[Entry, int]] = []
+    for block in library.blocks:
+        if isinstance(block, Entry):
+            entries.append((block, block.start_line))
+        elif isinstance(block, DuplicateBlockKeyBlock):
+            dup = block.ignore_error_block
+            if isinstance(dup, Entry):  # same key twice: keep it, dedup decides
+                entries.append((dup, block.start_line))
+        elif isinstance(block, ParsingFailedBlock):
+            result.issues.append(ImportIssue(source, block.start_line + 1, _failure_reason(block)))
+            result.skipped["malformed"] = result.skipped.get("malformed", 0) + 1
+    has_crossref = any(f.key.lower() == "crossref" for e, _ in entries for f in e.fields)
+    by_key = {e.key.lower(): _fields(e) for e, _ in entries} if has_crossref else {}
+    for entry, start in entries:
+        fields = _fields(entry)
+        if is_acm_review(entry.entry_type, fields):
+            result.skip("acm review record (@dataset 'Review ID')")
+            continue
+        parent_key = fields.get("crossref", "").lower()
+        if parent_key:
+            parent = by_key.get(parent_key)
+            if parent is None:
+                result.issues.append(ImportIssue(source, start + 1, f"crossref '{fields['crossref']}' not found "
+                                                 f"in this file", "warning"))
+            else:
+                for name in _INHERIT:
+                    if name in parent and not fields.get(name):
+                        fields[name] = parent[name]
+                if not fields.get("booktitle") and parent.get("title"):
+                    fields["booktitle"] = parent["title"]
+        if not clean_text(fields.get("title", "")):
+            result.issues.append(ImportIssue(source, start + 1, f"entry '{entry.key}' has no title; skipped"))
+            result.skip("no title")
+            continue
+        try:
+            paper = entry_to_paper(entry.entry_type, entry.key, fields, entry.raw, source)
+        except Exception as exc:  # one odd value must not stop the file
+            result.issues.append(ImportIssue(source, start + 1, f"entry '{entry.key}': {exc}"))
+            result.skip("malformed")
+            continue
+        result.records.append(ParsedRecord(paper, start + 1, "bibtex"))
+    return result
+
+
+def parse_bibtex_file(path: str | Path) -> ParsedFile:
+    """Read and parse one ``.bib`` file (raises ``ImportFileError`` for unreadable files)."""
+    path = Path(path)
+    issues: list[ImportIssue] = []
+    text = read_text(path, issues)
+    result = parse_bibtex_text(text, str(path))
+    result.issues[:0] = issues
+    result.nbytes = path.stat().st_size
+    return result

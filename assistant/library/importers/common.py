@@ -1,0 +1,70 @@
+"""Helpers shared by the importers: reading files safely and the record type they yield."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assistant.library.models import ImportIssue, Paper
+
+
+class ImportFileError(Exception):
+    """A whole file cannot be imported (unreadable, binary, empty, wrong format)."""
+
+
+@dataclass
+class ParsedRecord:
+    """One record read from a file, ready for ``Library.add_paper``."""
+
+    paper: Paper
+    line: int | None
+    fmt: str
+
+
+@dataclass
+class ParsedFile:
+    """What a format parser returns for one file (records, skipped count and issues)."""
+
+    path: str
+    records: list[ParsedRecord] = field(default_factory=list)
+    issues: list[ImportIssue] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    nbytes: int = 0
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+_FALLBACK_ENCODINGS = ("cp1252", "latin-1")
+
+
+def read_text(path: Path, issues: list[ImportIssue] | None = None) -> str:
+    """Decode a text file: UTF-8 (with/without BOM), else cp1252/latin-1 with a warning.
+
+    Raises ``ImportFileError`` for unreadable, empty or binary files.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImportFileError(f"cannot read file: {exc.strerror or exc}") from exc
+    if not data.strip():
+        raise ImportFileError("empty file")
+    head = data[:8192]
+    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ImportFileError("binary file (not a text bibliography)")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        for enc in _FALLBACK_ENCODINGS:
+            try:
+                text = data.decode(enc)
+            except UnicodeDecodeError:
+                continue
+            if issues is not None:
+                issues.append(ImportIssue(str(path), line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
+                                                           f"decoded as {enc}", "warning"))
+            return text
+        raise ImportFileError("cannot decode file as UTF-8 or Latin-1") from exc  # pragma: no cover

@@ -1,0 +1,130 @@
+"""SQLite schema of the library and its forward migrations.
+
+The schema version lives in ``PRAGMA user_version``. ``MIGRATIONS[i]`` brings a database
+from version ``i`` to ``i + 1``; opening a library applies the missing ones in order, each
+in its own transaction, so an old file is upgraded in place and never downgraded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+_V1 = """
+CREATE TABLE papers (
+    id INTEGER PRIMARY KEY,
+    citekey TEXT NOT NULL UNIQUE,
+    entry_type TEXT NOT NULL DEFAULT 'article',
+    doi TEXT,
+    arxiv_id TEXT,
+    title TEXT NOT NULL DEFAULT '',
+    abstract TEXT NOT NULL DEFAULT '',
+    authors TEXT NOT NULL DEFAULT '[]',      -- JSON list of "Last, First"
+    year INTEGER,
+    venue TEXT NOT NULL DEFAULT '',
+    keywords TEXT NOT NULL DEFAULT '[]',     -- JSON list
+    url TEXT,
+    pdf_path TEXT,
+    source_file TEXT,
+    extra TEXT NOT NULL DEFAULT '{}',        -- JSON object of other fields
+    title_key TEXT NOT NULL DEFAULT '',      -- dedup key parts
+    author_key TEXT NOT NULL DEFAULT '',
+    content_hash TEXT NOT NULL DEFAULT '',   -- hash of the indexed text (incremental indexing)
+    added_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX papers_doi ON papers(doi) WHERE doi IS NOT NULL;
+CREATE INDEX papers_dedup ON papers(title_key, year, author_key);
+CREATE INDEX papers_arxiv ON papers(arxiv_id) WHERE arxiv_id IS NOT NULL;
+
+-- Every imported record text, verbatim; a merge adds a row and never drops one.
+CREATE TABLE paper_records (
+    id INTEGER PRIMARY KEY,
+    paper_id INTEGER NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+    format TEXT NOT NULL,                    -- bibtex | ris | csljson | zotero | pdf
+    source_file TEXT,
+    line INTEGER,
+    record_hash TEXT NOT NULL UNIQUE,
+    text TEXT NOT NULL,
+    added_at TEXT NOT NULL
+);
+CREATE INDEX paper_records_paper ON paper_records(paper_id);
+
+CREATE TABLE citations (
+    id INTEGER PRIMARY KEY,
+    citing_id INTEGER NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+    cited_id INTEGER NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+    context TEXT NOT NULL DEFAULT '',
+    section TEXT NOT NULL DEFAULT '',
+    intent TEXT,
+    intent_confidence REAL,
+    added_at TEXT NOT NULL
+);
+CREATE INDEX citations_citing ON citations(citing_id);
+CREATE INDEX citations_cited ON citations(cited_id);
+
+CREATE VIRTUAL TABLE papers_fts USING fts5(
+    title, abstract, keywords, content='papers', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+{fts_triggers}
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+#: The triggers keeping ``papers_fts`` in sync; ``Library.bulk_fts`` drops and re-creates them.
+FTS_TRIGGERS = {
+    "papers_fts_ai": """CREATE TRIGGER papers_fts_ai AFTER INSERT ON papers BEGIN
+    INSERT INTO papers_fts(rowid, title, abstract, keywords) VALUES (new.id, new.title, new.abstract, new.keywords);
+END;""",
+    "papers_fts_ad": """CREATE TRIGGER papers_fts_ad AFTER DELETE ON papers BEGIN
+    INSERT INTO papers_fts(papers_fts, rowid, title, abstract, keywords)
+    VALUES ('delete', old.id, old.title, old.abstract, old.keywords);
+END;""",
+    "papers_fts_au": """CREATE TRIGGER papers_fts_au AFTER UPDATE OF title, abstract, keywords ON papers BEGIN
+    INSERT INTO papers_fts(papers_fts, rowid, title, abstract, keywords)
+    VALUES ('delete', old.id, old.title, old.abstract, old.keywords);
+    INSERT INTO papers_fts(rowid, title, abstract, keywords) VALUES (new.id, new.title, new.abstract, new.keywords);
+END;""",
+}
+_V1 = _V1.replace("{fts_triggers}", "\n".join(FTS_TRIGGERS.values()))
+
+#: MIGRATIONS[i] upgrades version i to i + 1.
+MIGRATIONS: list[str] = [_V1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaTooNewError(RuntimeError):
+    """The file was written by a newer Cite-Assist."""
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the missing migrations; returns the resulting schema version."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"library schema version {version} is newer than this program supports ({SCHEMA_VERSION})"
+        )
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(MIGRATIONS[target - 1]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return SCHEMA_VERSION
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into complete statements (triggers contain ';')."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--") and not buf.strip():
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

@@ -1,0 +1,77 @@
+"""Embeddings keyed by a hash of the embedded text, stored as append-only ``chunk-*.npz`` files.
+
+Used for resuming an interrupted ``assistant index`` (the ``pending`` folder) and for reusing
+the vectors of another index built with the same encoder (``--reuse-from``): a paper is only
+embedded when no vector exists for its exact text under the same encoder fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def text_hash(text: str) -> bytes:
+    """16 hex characters of SHA-1 of the text (as bytes, numpy ``S16``-friendly)."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16].encode()
+
+
+class EmbeddingCache:
+    """A folder of ``chunk-*.npz`` (``hashes``, ``vectors``) written by one encoder fingerprint."""
+
+    def __init__(self, directory: Path | str, fingerprint: str):
+        self.dir = Path(directory)
+        self.fingerprint = fingerprint
+        self._next = 0
+
+    @property
+    def marker(self) -> Path:
+        return self.dir / "fingerprint.txt"
+
+    def valid(self) -> bool:
+        return self.marker.exists() and self.marker.read_text().strip() == self.fingerprint
+
+    def open_for_writing(self) -> "EmbeddingCache":
+        """Create the folder (discarding chunks of another fingerprint)."""
+        if self.dir.exists() and not self.valid():
+            for f in self.dir.glob("chunk-*.npz"):
+                f.unlink()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.marker.write_text(self.fingerprint)
+        existing = sorted(self.dir.glob("chunk-*.npz"))
+        self._next = (int(existing[-1].stem.split("-")[1]) + 1) if existing else 0
+        return self
+
+    def add(self, hashes: Iterable[bytes], vectors: np.ndarray) -> None:
+        """Append one chunk atomically (an interruption never leaves a half-written chunk)."""
+        hashes = np.asarray(list(hashes), dtype="S16")
+        tmp = self.dir / f"chunk-{self._next:06d}.tmp.npz"
+        np.savez(tmp, hashes=hashes, vectors=np.asarray(vectors, dtype=np.float32))
+        os.replace(tmp, self.dir / f"chunk-{self._next:06d}.npz")
+        self._next += 1
+
+    def load(self, wanted: set[bytes] | None = None) -> dict[bytes, np.ndarray]:
+        """``{hash: vector}`` of every readable chunk (only ``wanted`` hashes when given)."""
+        out: dict[bytes, np.ndarray] = {}
+        if not self.valid():
+            return out
+        for f in sorted(self.dir.glob("chunk-*.npz")):
+            if ".tmp" in f.name:
+                continue
+            try:
+                with np.load(f) as z:
+                    hashes, vectors = z["hashes"], z["vectors"]
+            except Exception as exc:  # noqa: BLE001 - a damaged chunk is re-embedded, not fatal
+                log.warning("skipping unreadable embedding chunk %s (%s)", f, exc)
+                continue
+            for h, v in zip(hashes.tolist(), vectors):
+                if wanted is None or h in wanted:
+                    out[h] = v
+        return out

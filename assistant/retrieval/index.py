@@ -1,0 +1,349 @@
+"""The dense (FAISS) + BM25 index next to a library DB: incremental, resumable, model-aware.
+
+Layout of ``<db>.index/``::
+
+    meta.json                     fingerprint/name/dim of the encoder, FAISS kind, counts
+    dense/ids.npy hashes.npy vectors.npy versions.json faiss.index
+    dense/pending/chunk-*.npz     embedded chunks of an interrupted run (an EmbeddingCache)
+    bm25/                         bm25s files + ids.npy + bm25.json (+ versions.sha1)
+
+Only papers whose ``encoder_text()`` has no vector yet are embedded (new or changed texts);
+deleted papers are dropped; a different encoder fingerprint discards the vectors and rebuilds them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from assistant.config import index_dir_for
+from assistant.retrieval.bm25 import BM25Index, BM25Params
+from assistant.retrieval.embcache import EmbeddingCache, text_hash
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+#: Below this many papers the exact flat inner-product index is used (``kind="auto"``).
+FLAT_LIMIT = 200_000
+#: IVF needs enough vectors to train its coarse quantizer.
+IVF_MIN = 1000
+KINDS = ("auto", "flat", "ivf", "hnsw")
+#: Tokens embedded per paper: all-MiniLM-L6-v2 was trained on 128-token inputs, and 128 halves
+#: indexing time on CPU compared with 256 (see models/BENCHMARKS.md).
+DEFAULT_MAX_LENGTH = 128
+
+
+class IndexingCancelled(Exception):
+    """``cancelled()`` turned true; embedded chunks are kept and the next run resumes."""
+
+
+@dataclass
+class IndexProgress:
+    stage: str  # "embed" | "bm25" | "faiss"
+    done: int
+    total: int
+    rate: float = 0.0  # items per second
+    eta_s: float | None = None
+
+
+@dataclass
+class IndexReport:
+    total: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    resumed: int = 0
+    missing: int = 0  # papers without a vector (embedding budget reached)
+    rebuilt_reason: str | None = None
+    bm25_rebuilt: bool = False
+    kind: str = "flat"
+    fingerprint: str = ""
+    seconds: float = 0.0
+    embed_rate: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, array)
+    os.replace(tmp, path)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def resolve_kind(kind: str, n: int) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"unknown index kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return ("flat" if n < FLAT_LIMIT else "hnsw") if kind == "auto" else kind
+
+
+def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
+    """An inner-product FAISS index over ``vectors`` with the paper ids as labels."""
+    n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
+    if kind == "ivf" and n >= IVF_MIN:
+        nlist = int(min(4 * np.sqrt(n), n // 39))
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        index.train(vectors)
+        index.nprobe = max(8, nlist // 16)
+        index.add_with_ids(vectors, ids)
+        return index
+    if kind == "hnsw":
+        base = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
+        base.hnsw.efConstruction = 80
+        base.hnsw.efSearch = 128
+        index = faiss.IndexIDMap2(base)
+    else:
+        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+    if n:
+        index.add_with_ids(vectors, ids)
+    return index
+
+
+class IndexPaths:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.meta = self.root / "meta.json"
+        self.dense = self.root / "dense"
+        self.pending = self.dense / "pending"
+        self.bm25 = self.root / "bm25"
+
+    def read_meta(self) -> dict:
+        if not self.meta.exists():
+            return {}
+        try:
+            return json.loads(self.meta.read_text())
+        except json.JSONDecodeError:
+            log.warning("%s is corrupt; the index will be rebuilt", self.meta)
+            return {}
+
+
+def _versions_digest(versions: dict[int, str]) -> str:
+    h = hashlib.sha1()
+    for pid in sorted(versions):
+        h.update(f"{pid}:{versions[pid]}\n".encode())
+    return h.hexdigest()
+
+
+def _load_dense(paths: IndexPaths) -> dict[int, tuple[bytes, str]]:
+    """``{paper id: (text hash, version)}`` of the stored dense index (empty if unreadable)."""
+    try:
+        ids = np.load(paths.dense / "ids.npy")
+        hashes = np.load(paths.dense / "hashes.npy")
+        versions = json.loads((paths.dense / "versions.json").read_text())
+        if len(ids) != len(hashes):
+            raise ValueError("ids/hashes length mismatch")
+        return {int(i): (h, versions.get(str(int(i)), "")) for i, h in zip(ids.tolist(), hashes.tolist())}
+    except (FileNotFoundError, ValueError, json.JSONDecodeError) as exc:
+        if (paths.dense / "ids.npy").exists():
+            log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
+        return {}
+
+
+def _stored_vectors(paths: IndexPaths, wanted: set[bytes]) -> dict[bytes, np.ndarray]:
+    try:
+        hashes = np.load(paths.dense / "hashes.npy")
+        vectors = np.load(paths.dense / "vectors.npy", mmap_mode="r")
+    except (FileNotFoundError, ValueError):
+        return {}
+    if len(vectors) != len(hashes):  # a write cut short between the two files: re-embed
+        log.warning("vectors/hashes mismatch in %s; ignoring the stored vectors", paths.dense)
+        return {}
+    return {h: np.array(vectors[row]) for row, h in enumerate(hashes.tolist()) if h in wanted}
+
+
+def build_index(library, encoder, progress: Callable[[IndexProgress], None] | None = None, *,
+                index_dir: Path | str | None = None, kind: str = "auto", chunk_size: int = 512,
+                batch_size: int = 32, bm25_params: BM25Params | None = None, rebuild: bool = False,
+                reuse_from: Iterable[Path | str] = (), cancelled: Callable[[], bool] | None = None,
+                embed_budget_s: float | None = None) -> IndexReport:
+    """Bring the index of ``library`` up to date with ``encoder`` (incremental and resumable).
+
+    A paper is embedded only when no vector exists for its exact ``encoder_text()`` under the
+    same encoder fingerprint (in this index, in an interrupted run's chunks, or in the
+    ``reuse_from`` embedding caches / index folders). ``cancelled()`` is checked between
+    chunks: it raises :class:`IndexingCancelled` and the next run resumes from the saved chunks.
+    With ``embed_budget_s``, embedding stops after that many seconds and a *partial* dense index
+    (the papers embedded so far; BM25 covers all) is written: ``meta["missing"]`` says how many
+    papers still lack a vector, and the next run continues.
+    """
+    start = time.perf_counter()
+    paths = IndexPaths(Path(index_dir) if index_dir else index_dir_for(library.path))
+    paths.dense.mkdir(parents=True, exist_ok=True)
+    fingerprint = str(encoder.fingerprint)
+    meta = paths.read_meta()
+    report = IndexReport(fingerprint=fingerprint)
+    bm25_params = bm25_params or BM25Params()
+    versions = {int(k): str(v) for k, v in library.paper_versions().items()}
+    report.total = len(versions)
+    if rebuild:
+        report.rebuilt_reason = "rebuild requested"
+    elif meta and meta.get("fingerprint") != fingerprint:
+        report.rebuilt_reason = f"encoder changed ({meta.get('fingerprint')} -> {fingerprint})"
+    elif meta and meta.get("format") != FORMAT_VERSION:
+        report.rebuilt_reason = "index format changed"
+    if report.rebuilt_reason:
+        log.info("rebuilding the dense index: %s", report.rebuilt_reason)
+        shutil.rmtree(paths.dense, ignore_errors=True)
+        paths.dense.mkdir(parents=True)
+    stored = _load_dense(paths)
+    report.kind = resolve_kind(kind if kind != "auto" else meta.get("kind_requested", "auto"), len(versions))
+    if report.kind == "ivf" and len(versions) < IVF_MIN:
+        report.kind = "flat"  # too few vectors to train the IVF quantizer
+    digest = _versions_digest(versions)
+    bm25_meta = json.loads((paths.bm25 / "bm25.json").read_text()) if (paths.bm25 / "bm25.json").exists() else {}
+    bm25_fresh = bm25_meta.get("versions") == digest and (bm25_meta.get("k1"), bm25_meta.get("b")) == (bm25_params.k1, bm25_params.b)
+    if (not report.rebuilt_reason and bm25_fresh and meta.get("kind") == report.kind
+            and not meta.get("missing") and {i: v for i, (_, v) in stored.items()} == versions
+            and (paths.dense / "faiss.index").exists()):
+        report.unchanged = len(versions)
+        report.seconds = time.perf_counter() - start
+        return report  # nothing changed
+
+    # one pass over the library: texts to embed, and the BM25 corpus
+    texts: dict[int, str] = {}
+    hashes: dict[int, bytes] = {}
+    lexical: list[tuple[int, str, int]] = []
+    for paper in library.iter_papers():
+        pid = int(paper.id)
+        texts[pid] = paper.encoder_text()
+        hashes[pid] = text_hash(texts[pid])
+        lexical.append((pid, paper.lexical_text(), int(paper.year) if paper.year else -1))
+    report.removed = sum(1 for pid in stored if pid not in hashes)
+
+    wanted = set(hashes.values())
+    cache = _stored_vectors(paths, wanted)
+    pending = EmbeddingCache(paths.pending, fingerprint)
+    resumed = pending.load(wanted)
+    report.resumed = len(set(resumed) - set(cache))
+    cache.update(resumed)
+    for other in reuse_from:
+        other = Path(other)
+        folder = other / "dense" / "pending" if (other / "meta.json").exists() else other
+        for h, v in EmbeddingCache(folder, fingerprint).load(wanted - set(cache)).items():
+            cache[h] = v
+        if (other / "meta.json").exists() and IndexPaths(other).read_meta().get("fingerprint") == fingerprint:
+            cache.update(_stored_vectors(IndexPaths(other), wanted - set(cache)))
+    todo = {h: texts[pid] for pid, h in hashes.items() if h not in cache}
+    if todo and (embed_budget_s is None or embed_budget_s > 0):
+        pending.open_for_writing()
+        _embed(encoder, todo, pending, cache, chunk_size, batch_size, progress, report, cancelled, embed_budget_s)
+
+    ids = np.asarray(sorted(pid for pid, h in hashes.items() if h in cache), dtype=np.int64)
+    report.missing = len(hashes) - len(ids)
+    covered = ids.tolist()
+    report.added = sum(1 for pid in covered if pid not in stored)
+    report.updated = sum(1 for pid in covered if pid in stored and stored[pid][0] != hashes[pid])
+    report.unchanged = len(covered) - report.added - report.updated
+    if report.missing:
+        report.warnings.append(f"{report.missing} of {len(hashes)} papers have no vector yet (embedding budget "
+                               "reached): dense search covers the others; run `assistant index` again to finish")
+    dim = int(getattr(encoder, "dim", 0) or (len(next(iter(cache.values()))) if cache else 0))
+    vecs = np.stack([cache[hashes[int(i)]] for i in ids]).astype(np.float32) if len(ids) else np.empty((0, dim), np.float32)
+    if progress:
+        progress(IndexProgress("faiss", 0, len(ids)))
+    _atomic_save_npy(paths.dense / "vectors.npy", vecs)
+    _atomic_save_npy(paths.dense / "hashes.npy", np.asarray([hashes[int(i)] for i in ids], dtype="S16"))
+    _atomic_save_npy(paths.dense / "ids.npy", ids)
+    _atomic_write(paths.dense / "versions.json", json.dumps({str(int(i)): versions.get(int(i), "") for i in ids}))
+    faiss.write_index(make_faiss(vecs, ids, report.kind), str(paths.dense / "faiss.tmp"))
+    os.replace(paths.dense / "faiss.tmp", paths.dense / "faiss.index")
+    if not report.missing:
+        shutil.rmtree(paths.pending, ignore_errors=True)
+
+    if not bm25_fresh:
+        _build_bm25(lexical, paths, bm25_params, digest, progress)
+        report.bm25_rebuilt = True
+    _atomic_write(paths.meta, json.dumps({
+        "format": FORMAT_VERSION, "fingerprint": fingerprint, "encoder": getattr(encoder, "name", ""),
+        "max_length": getattr(encoder, "max_length", None), "dim": dim, "count": int(len(ids)),
+        "max_id": int(max(hashes, default=0)), "kind": report.kind, "missing": report.missing,
+        "kind_requested": kind if kind != "auto" else meta.get("kind_requested", "auto"),
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }, indent=1))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _embed(encoder, todo: dict[bytes, str], pending: EmbeddingCache, cache: dict, chunk_size: int,
+           batch_size: int, progress, report: IndexReport, cancelled=None, budget_s: float | None = None) -> None:
+    order = sorted(todo, key=lambda h: (len(todo[h]), h))  # length-sorted: little padding
+    t0, done = time.perf_counter(), 0
+    for start in range(0, len(order), chunk_size):
+        if budget_s is not None and time.perf_counter() - t0 > budget_s:
+            log.info("embedding budget of %.0fs reached after %d of %d papers", budget_s, done, len(order))
+            return
+        if cancelled is not None and cancelled():
+            raise IndexingCancelled(f"indexing cancelled after {done} of {len(order)} papers (resumable)")
+        chunk = order[start:start + chunk_size]
+        vecs = np.asarray(encoder.encode([todo[h] for h in chunk], batch_size=batch_size), dtype=np.float32)
+        pending.add(chunk, vecs)  # persisted before going on: an interrupted run resumes here
+        cache.update(zip(chunk, vecs))
+        done += len(chunk)
+        elapsed = time.perf_counter() - t0
+        rate = done / elapsed if elapsed > 0 else 0.0
+        report.embed_rate = rate
+        if progress:
+            progress(IndexProgress("embed", done, len(order), rate, (len(order) - done) / rate if rate else None))
+
+
+def _build_bm25(lexical: list[tuple[int, str, int]], paths: IndexPaths, params: BM25Params, digest: str, progress) -> None:
+    ids = [pid for pid, _, _ in lexical]
+    texts = [text for _, text, _ in lexical]
+    years = [year for _, _, year in lexical]
+    if progress:
+        progress(IndexProgress("bm25", 0, len(ids)))
+    tmp = paths.root / "bm25.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    if ids:
+        BM25Index.build(ids, texts, params).save(tmp)
+    else:
+        tmp.mkdir(parents=True)
+        np.save(tmp / "ids.npy", np.empty(0, np.int64))
+    np.save(tmp / "years.npy", np.asarray(years, dtype=np.int32))
+    meta_path = tmp / "bm25.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"k1": params.k1, "b": params.b, "stem": params.stem}
+    meta["versions"] = digest
+    meta_path.write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(paths.bm25, ignore_errors=True)
+    os.replace(tmp, paths.bm25)
+    if progress:
+        progress(IndexProgress("bm25", len(ids), len(ids)))
+
+
+def load_index_encoder(index_dir: Path | str | None = None, name: str | None = None,
+                       max_length: int | None = None, **kwargs):
+    """The encoder an index was built with (same name and max length), or the default one.
+
+    Query-time and incremental indexing must use the same settings, else the fingerprint
+    differs and ``build_index`` re-embeds everything.
+    """
+    from assistant.inference.encoder import load_encoder
+
+    meta = IndexPaths(Path(index_dir)).read_meta() if index_dir else {}
+    same_model = name is None or name == meta.get("encoder")
+    length = max_length or (meta.get("max_length") if same_model else None) or DEFAULT_MAX_LENGTH
+    return load_encoder(name or meta.get("encoder") or None, max_length=length, **kwargs)
+
+
+def index_status(index_dir: Path | str) -> dict:
+    """What ``meta.json`` says about an index (empty dict when there is none)."""
+    return IndexPaths(Path(index_dir)).read_meta()

@@ -1,0 +1,250 @@
+"""Intent stage of the recommendation pipeline: why would this paper be cited here?
+
+Exact rule (also in docs/ARCHITECTURE.md "Intent"). For a query context ``c`` and a
+candidate paper ``d``, with intents ``k`` in (background, method, result):
+
+1. ``p(k|c)`` — the calibrated SciCite classifier on the user's context (same for every
+   candidate of the query). Blank contexts (``global`` mode) get the model's class prior.
+2. Intent profile of ``d``: ``n_d[k]`` = how often the library's extracted citation contexts
+   cite ``d`` with intent ``k`` (``citations`` table, labelled by ``classify_library_citations``).
+   Library prior ``pi[k]`` = intent distribution over all labelled citations, smoothed with the
+   SciCite training prior (``PRIOR_STRENGTH`` pseudo-counts) so that it exists for any library.
+   Smoothed profile (Dirichlet posterior mean) ``theta_d[k] = (n_d[k] + ALPHA*pi[k]) / (N_d + ALPHA)``.
+3. Combination (naive Bayes: context and the paper's citation history are independent given the
+   intent): ``p(k|c,d) ∝ p(k|c) * theta_d[k] / pi[k]``. A paper never cited in the library has
+   ``theta_d = pi``, so its label is the classifier's; a paper cited 12x for its method moves mass
+   towards ``method`` in proportion to the evidence. ``Recommendation.intent`` is the arg-max,
+   ``intent_confidence`` its probability, ``intent_probs`` the whole distribution.
+4. Intent-aware ranking, only when a preference ``k*`` is given ("I need a method citation"):
+   for the ordering the user's stated need replaces the context prediction (the labels stay
+   ``p(k|c,d)``), and candidates are re-ordered by
+   ``rel_i * p(k*|d_i)`` where ``p(k*|d_i) = theta_d[k*]`` is the profile probability of being
+   cited for ``k*`` and ``rel_i = 1 / (RANK_K + rank_i)`` is the rank-based relevance prior of the
+   incoming order (the RRF discount; scores of different rankers are not comparable, ranks are).
+   Ties keep the incoming order; without a preference the order is never changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from assistant.inference.intent import LABELS
+
+log = logging.getLogger(__name__)
+
+ALPHA = 3.0  # Dirichlet pseudo-counts of a paper's intent profile
+PRIOR_STRENGTH = 20.0  # pseudo-counts of the SciCite prior in the library prior
+RANK_K = 10.0  # rank discount of the relevance prior (1 / (RANK_K + rank))
+#: Label distribution of the SciCite training set (background, method, result).
+SCICITE_PRIOR = np.array([4840, 2294, 1109], dtype=np.float64) / 8243.0
+
+_PREFERENCE_WORDS = {
+    "background": ("background", "context", "motivation", "related work", "overview", "survey"),
+    "method": ("method", "methods", "methodology", "technique", "approach", "algorithm", "tool",
+               "dataset", "procedure", "model"),
+    "result": ("result", "results", "finding", "findings", "comparison", "compare", "evidence", "outcome"),
+}
+
+
+def parse_intent_preference(text: str | None) -> str | None:
+    """``"method"`` from ``"method"``, ``"Methods"``, ``"I need a method citation"``; None if absent.
+
+    Raises ValueError when the text names no intent (so a typo is not silently ignored).
+    """
+    if text is None or not str(text).strip():
+        return None
+    low = str(text).lower().strip()
+    if low in LABELS:
+        return low
+    hits = [lab for lab, words in _PREFERENCE_WORDS.items()
+            if any(re.search(rf"\b{re.escape(w)}\b", low) for w in words)]
+    if len(hits) == 1:
+        return hits[0]
+    raise ValueError(f"cannot tell which intent {text!r} asks for; use one of {', '.join(LABELS)}")
+
+
+@dataclass
+class IntentProfile:
+    """How often a paper is cited for each intent in the library."""
+
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def describe(self) -> str:
+        """e.g. ``"cited for its method 12x, background 3x"``."""
+        parts = [f"{k} {v}\u00d7" for k, v in sorted(self.counts.items(), key=lambda kv: -kv[1]) if v]
+        return ("cited for its " + ", ".join(parts)) if parts else "not cited in the library"
+
+
+def _conn(library):
+    conn = getattr(library, "conn", None)
+    if conn is None:
+        raise TypeError("label_recommendations needs an assistant.library.store.Library")
+    return conn
+
+
+def library_prior(library) -> np.ndarray:
+    """``pi``: intent distribution over the library's labelled citations, smoothed with SciCite's."""
+    counts = np.zeros(len(LABELS))
+    if library is not None:
+        for intent, n in _conn(library).execute(
+                "SELECT intent, count(*) FROM citations WHERE intent IS NOT NULL GROUP BY intent"):
+            if intent in LABELS:
+                counts[LABELS.index(intent)] = n
+    return (counts + PRIOR_STRENGTH * SCICITE_PRIOR) / (counts.sum() + PRIOR_STRENGTH)
+
+
+def intent_profiles(library, paper_ids: list[int]) -> dict[int, IntentProfile]:
+    """Intent counts of the citations *to* each paper (one SQL query)."""
+    out = {pid: IntentProfile({lab: 0 for lab in LABELS}) for pid in paper_ids}
+    ids = [int(p) for p in paper_ids if p is not None]
+    if library is None or not ids:
+        return out
+    conn = _conn(library)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for cited, intent, n in conn.execute(
+                f"SELECT cited_id, intent, count(*) FROM citations WHERE cited_id IN ({marks}) "
+                "AND intent IS NOT NULL GROUP BY cited_id, intent", chunk):
+            if intent in LABELS:
+                out[cited].counts[intent] = int(n)
+    return out
+
+
+def smoothed_profile(profile: IntentProfile, prior: np.ndarray) -> np.ndarray:
+    """``theta_d``: Dirichlet posterior mean of the paper's intent distribution."""
+    n = np.array([profile.counts.get(lab, 0) for lab in LABELS], dtype=np.float64)
+    return (n + ALPHA * prior) / (n.sum() + ALPHA)
+
+
+def combine(context_probs: np.ndarray, theta: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """``p(k|c,d) ∝ p(k|c) * theta_d[k] / pi[k]`` (normalised)."""
+    post = np.asarray(context_probs, dtype=np.float64) * theta / prior
+    return post / post.sum()
+
+
+def context_probs(query_text: str, classifier=None) -> np.ndarray:
+    """Calibrated ``p(k|c)`` of the query context (the model's class prior if blank)."""
+    from assistant.inference.intent import load_intent_classifier
+
+    clf = classifier or load_intent_classifier()
+    probs = clf.predict_proba([query_text or ""])[0]
+    if list(clf.labels) != list(LABELS):  # reorder to LABELS
+        probs = np.array([probs[list(clf.labels).index(lab)] for lab in LABELS])
+    return np.asarray(probs, dtype=np.float64)
+
+
+def label_recommendations(query_text: str, items: list[Any], library, preference: str | None = None,
+                          classifier=None) -> list[Any]:
+    """Fill ``intent``/``intent_confidence``/``intent_probs`` of each item; re-rank only with a preference.
+
+    ``items`` are ``Recommendation`` objects (``.paper.id`` is read, the intent fields are set
+    in place). ``preference`` is ``None`` or anything ``parse_intent_preference`` accepts.
+    Returns the list (a new, re-ordered list when a preference is given).
+    """
+    pref = parse_intent_preference(preference)
+    if not items:
+        return list(items)
+    p_c = context_probs(query_text, classifier)
+    prior = library_prior(library)
+    ids = [getattr(getattr(it, "paper", None), "id", None) for it in items]
+    profiles = intent_profiles(library, [i for i in ids if i is not None])
+    empty = IntentProfile({lab: 0 for lab in LABELS})
+    keyed = []
+    for rank, (item, pid) in enumerate(zip(items, ids)):
+        profile = profiles.get(pid, empty) if pid is not None else empty
+        theta = smoothed_profile(profile, prior)
+        post = combine(p_c, theta, prior)
+        best = int(np.argmax(post))
+        item.intent = LABELS[best]
+        item.intent_confidence = float(post[best])
+        item.intent_probs = {lab: float(p) for lab, p in zip(LABELS, post)}
+        scores = getattr(item, "scores", None)
+        if isinstance(scores, dict):
+            for lab in LABELS:  # the profile, e.g. "cited for its method 12x", for display
+                scores[f"cited_{lab}"] = float(profile.counts.get(lab, 0))
+            if pref:
+                scores["intent_profile"] = float(theta[LABELS.index(pref)])
+        if pref:
+            keyed.append((-(theta[LABELS.index(pref)] / (RANK_K + rank)), rank, item))
+    if not pref:
+        return list(items)
+    keyed.sort(key=lambda t: (t[0], t[1]))
+    out = [t[2] for t in keyed]
+    for new_rank, item in enumerate(out, start=1):
+        ranks = getattr(item, "ranks", None)
+        if isinstance(ranks, dict):
+            if "final" in ranks:
+                ranks["before_intent"] = ranks["final"]
+            ranks["final"] = new_rank
+    return out
+
+
+META_KEY = "intent_model"
+
+
+def _meta_get(library, key: str) -> str | None:
+    row = _conn(library).execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _meta_set(library, key: str, value: str) -> None:
+    with library.transaction():
+        _conn(library).execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+@dataclass
+class LabelReport:
+    model: str
+    labelled: int = 0
+    skipped_empty: int = 0
+    relabelled_all: bool = False
+    previous_model: str | None = None
+
+
+def classify_library_citations(library, force: bool = False, classifier=None, batch_size: int = 128,
+                               progress=None) -> LabelReport:
+    """Label the intent of every extracted citation context in ``library`` (``citations`` table).
+
+    Only unlabelled citations are classified, unless the model differs from the one recorded in
+    the library's ``meta`` table (key ``intent_model``) or ``force`` is set: then all are
+    relabelled. The model is recorded only after every batch is stored, so an interrupted
+    relabelling starts again on the next call. Citations with an empty context stay unlabelled.
+    PDF import calls this after adding a paper's citation edges (cheap: only new rows).
+    ``progress(done, total)`` is called after each batch.
+    """
+    from assistant.inference.intent import load_intent_classifier
+
+    clf = classifier or load_intent_classifier()
+    previous = _meta_get(library, META_KEY)
+    relabel_all = force or (previous is not None and previous != clf.version)
+    where = "" if relabel_all else "WHERE intent IS NULL"
+    rows = _conn(library).execute(f"SELECT id, context FROM citations {where} ORDER BY id").fetchall()
+    report = LabelReport(model=clf.version, relabelled_all=relabel_all, previous_model=previous)
+    todo = [(cid, ctx) for cid, ctx in rows if (ctx or "").strip()]
+    report.skipped_empty = len(rows) - len(todo)
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        preds = clf.classify([ctx for _, ctx in chunk])
+        with library.transaction():
+            for (cid, _), pred in zip(chunk, preds):
+                library.set_citation_intent(cid, pred.label, round(pred.confidence, 4))
+        report.labelled += len(chunk)
+        if progress:
+            progress(report.labelled, len(todo))
+    if report.skipped_empty and relabel_all:  # stale labels of empty contexts would keep an old model's output
+        with library.transaction():
+            for cid, ctx in rows:
+                if not (ctx or "").strip():
+                    library.set_citation_intent(cid, None, None)
+    _meta_set(library, META_KEY, clf.version)
+    return report

@@ -1,0 +1,287 @@
+"""The recommendation pipeline: dense + BM25 prefilter, fusion, optional cross-encoder reranking,
+optional intent labelling, filters and de-duplication.
+
+``Recommender`` loads the encoder and the index once and is reused; one ``recommend`` call
+runs at a time (a lock), and ``cancelled()`` is checked between stages.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from assistant.library.models import Paper
+from assistant.retrieval import fusion as fusion_mod
+from assistant.retrieval.query import Query, QueryParts, as_query
+from assistant.retrieval.searcher import Searcher
+
+log = logging.getLogger(__name__)
+
+#: (BM25 weight, dense weight) of the supporting text (context + title/abstract) per mode, tuned on
+#: the ACM-CR dev set for local/paragraph (models/BENCHMARKS.md); "global" is not covered by the dev set.
+DEFAULT_SUPPORT = {"local": (0.1, 0.75), "paragraph": (0.1, 0.75), "global": (0.3, 0.3)}
+
+
+class RecommendationCancelled(Exception):
+    """``cancelled()`` returned True between two stages."""
+
+
+@dataclass
+class PipelineConfig:
+    k: int = 10
+    candidates: int = 100  # fused candidates handed to the reranker
+    use_dense: bool = True
+    use_bm25: bool = True
+    fusion: str = "weighted"  # "weighted" (normalised score sum) | "rrf"
+    reranker: str | None = None  # cross-encoder folder or model name
+    use_intent: bool = True
+    exclude_ids: Collection[int] = ()
+    exclude_cited: bool = True  # drop the manuscript itself and what it already cites
+    max_year: int | None = None
+    intent_preference: str | None = None  # "background" | "method" | "result"
+    filter_by_year: bool = True  # use Query.year as max_year when max_year is None
+    depth: int = 400  # candidates taken from each side before fusion (tuned)
+    dense_weight: float = fusion_mod.DEFAULT_DENSE_WEIGHT
+    rrf_k: int = fusion_mod.DEFAULT_RRF_K
+    norm: str = fusion_mod.DEFAULT_NORM
+    support: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_SUPPORT))
+    bm25_query_tf: bool = True  # repeated query terms count again (tuned: helps paragraphs)
+    rerank_weight: float = 1.0  # final = w * z(rerank) + (1 - w) * z(fused)
+    dedupe: bool = True
+
+
+@dataclass
+class Recommendation:
+    paper: Paper
+    score: float
+    scores: dict[str, float] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=dict)
+    intent: str | None = None
+    intent_confidence: float | None = None
+    intent_probs: dict[str, float] | None = None
+
+
+@dataclass
+class RecommendationResult:
+    query: Query
+    mode: str
+    items: list[Recommendation]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Prefilter:
+    """Every prefilter stage's ranking: ``(ids, scores)`` per side, and the fused list."""
+
+    mode: str
+    parts: QueryParts
+    bm25: tuple[np.ndarray, np.ndarray]
+    dense: tuple[np.ndarray, np.ndarray]
+    fused: list[tuple[int, float]]
+    timings_ms: dict[str, float]
+
+
+class Recommender:
+    """Recommend papers of ``library`` for a query (see module docstring)."""
+
+    def __init__(self, library, config: PipelineConfig | None = None, encoder=None, index_dir=None,
+                 searcher: Searcher | None = None):
+        self.library = library
+        self.config = config or PipelineConfig()
+        self.searcher = searcher or Searcher.open(library, encoder=encoder, index_dir=index_dir,
+                                                  need_dense=self.config.use_dense)
+        self._lock = threading.Lock()
+        self._rerankers: dict[str, object] = {}
+        self._intent_fn = _find_intent_stage()
+
+    @property
+    def encoder(self):
+        return self.searcher.encoder
+
+    # --- stages -----------------------------------------------------------------------------
+    def prefilter(self, query: Query | str, config: PipelineConfig | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> Prefilter:
+        """Dense + BM25 candidates (filters applied) and their fusion."""
+        config = config or self.config
+        query = as_query(query)
+        parts = query.parts()
+        allowed = self.searcher.allowed_mask(self._excluded(query, config), self._max_year(query, config))
+        timings: dict[str, float] = {}
+        empty = (np.empty(0, np.int64), np.empty(0, np.float32))
+        bm25_w, dense_w = config.support.get(parts.mode, (0.0, 0.0))
+        bm25_run = dense_run = empty
+        if config.use_bm25:
+            t = time.perf_counter()
+            bm25_run = self.searcher.bm25_search(parts, bm25_w, config.depth, allowed, config.bm25_query_tf)
+            timings["bm25"] = (time.perf_counter() - t) * 1000
+        _check(cancelled)
+        if config.use_dense and self.searcher.has_dense:
+            t = time.perf_counter()
+            dense_run = self.searcher.dense_search(parts, dense_w, config.depth, allowed, timings)
+            timings["dense"] = (time.perf_counter() - t) * 1000
+        _check(cancelled)
+        t = time.perf_counter()
+        runs = {"dense": dense_run, "bm25": bm25_run}
+        fused = fusion_mod.fuse(runs, config.fusion, dense_weight=config.dense_weight, rrf_k=config.rrf_k, norm=config.norm)
+        timings["fuse"] = (time.perf_counter() - t) * 1000
+        return Prefilter(parts.mode, parts, bm25_run, dense_run, fused, timings)
+
+    def recommend(self, query: Query | str, config: PipelineConfig | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> RecommendationResult:
+        """The top ``config.k`` recommendations with per-stage scores and ranks."""
+        config = config or self.config
+        query = as_query(query)
+        with self._lock:
+            start = time.perf_counter()
+            pre = self.prefilter(query, config, cancelled)
+            timings = dict(pre.timings_ms)
+            items = self._candidates(pre, config)
+            _check(cancelled)
+            warnings = list(self.searcher.warnings)
+            if config.reranker and items:
+                t = time.perf_counter()
+                items = self._rerank(pre.parts, items, config)
+                timings["rerank"] = (time.perf_counter() - t) * 1000
+                _check(cancelled)
+            items = items[: config.k]
+            for rank, item in enumerate(items, start=1):
+                item.ranks["final"] = rank
+            if config.use_intent and self._intent_fn and items:
+                t = time.perf_counter()
+                try:
+                    items = self._label_intents(pre.parts.focus, items, config)
+                except Exception as exc:  # the intent stage is optional: never lose the results
+                    log.warning("intent stage failed: %s", exc)
+                    warnings.append(f"intent labelling failed: {exc}")
+                timings["intent"] = (time.perf_counter() - t) * 1000
+            timings["total"] = (time.perf_counter() - start) * 1000
+            return RecommendationResult(query=query, mode=pre.mode, items=items, timings_ms=timings, warnings=warnings)
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _excluded(self, query: Query, config: PipelineConfig) -> set[int]:
+        excluded = {int(i) for i in config.exclude_ids}
+        if config.exclude_cited:
+            excluded.update(int(i) for i in query.cited_ids)
+            if query.manuscript_id is not None:
+                excluded.add(int(query.manuscript_id))
+                excluded.update(c.cited_id for c in self.library.citations_from(query.manuscript_id))
+        return excluded
+
+    @staticmethod
+    def _max_year(query: Query, config: PipelineConfig) -> int | None:
+        if config.max_year is not None:
+            return config.max_year
+        return query.year if config.filter_by_year else None
+
+    def _candidates(self, pre: Prefilter, config: PipelineConfig) -> list[Recommendation]:
+        ranks = {name: {int(i): r for r, i in enumerate(run[0], start=1)} for name, run in (("bm25", pre.bm25), ("dense", pre.dense))}
+        scores = {name: {int(i): float(s) for i, s in zip(*run)} for name, run in (("bm25", pre.bm25), ("dense", pre.dense))}
+        head = pre.fused[: config.candidates + (20 if config.dedupe else 0)]
+        papers = {p.id: p for p in self.library.get_many([pid for pid, _ in head])}
+        items, seen = [], set()
+        for pid, score in head:
+            paper = papers.get(pid)
+            if paper is None:  # deleted since the index was built
+                continue
+            if config.dedupe:
+                keys = {k for k in (paper.doi and f"doi:{paper.doi.lower()}", _title_key(paper)) if k}
+                if keys & seen:
+                    continue
+                seen.update(keys)
+            item = Recommendation(paper=paper, score=score, scores={"fused": score}, ranks={"fused": len(items) + 1})
+            for name in ("bm25", "dense"):
+                if pid in scores[name]:
+                    item.scores[name] = scores[name][pid]
+                    item.ranks[name] = ranks[name][pid]
+            items.append(item)
+            if len(items) >= config.candidates:
+                break
+        return items
+
+    def _rerank(self, parts: QueryParts, items: list[Recommendation], config: PipelineConfig) -> list[Recommendation]:
+        model = self._rerankers.get(config.reranker)
+        if model is None:
+            from assistant.inference.cross_encoder import load_cross_encoder
+
+            model = self._rerankers[config.reranker] = load_cross_encoder(config.reranker)
+        raw = np.asarray(model.score(parts.focus, [it.paper.encoder_text() for it in items]), dtype=np.float64)
+        final = raw
+        if config.rerank_weight < 1.0:
+            fused = np.array([it.scores["fused"] for it in items])
+            final = config.rerank_weight * fusion_mod.normalise(raw, "zscore") + (1 - config.rerank_weight) * fusion_mod.normalise(fused, "zscore")
+        order = sorted(range(len(items)), key=lambda i: (-final[i], i))
+        for rank, i in enumerate(sorted(range(len(items)), key=lambda i: -raw[i]), start=1):
+            items[i].scores["rerank"] = float(raw[i])
+            items[i].ranks["rerank"] = rank
+        out = [items[i] for i in order]
+        for i, item in zip(order, out):
+            item.score = float(final[i])
+        return out
+
+    def _label_intents(self, text: str, items: list[Recommendation], config: PipelineConfig) -> list[Recommendation]:
+        fn = self._intent_fn
+        kwargs = {}
+        if "preference" in inspect.signature(fn).parameters:
+            kwargs["preference"] = config.intent_preference
+        out = fn(text, items, self.library, **kwargs)
+        return list(out) if out is not None else items
+
+
+def _title_key(paper: Paper) -> str | None:
+    words = "".join(ch for ch in (paper.title or "").lower() if ch.isalnum() or ch == " ").split()
+    return "title:" + " ".join(words) if words else None
+
+
+def _check(cancelled: Callable[[], bool] | None) -> None:
+    if cancelled is not None and cancelled():
+        raise RecommendationCancelled("recommendation cancelled")
+
+
+def _find_intent_stage():
+    try:
+        module = importlib.import_module("assistant.retrieval.intent_stage")
+    except ModuleNotFoundError as exc:
+        if exc.name != "assistant.retrieval.intent_stage":
+            log.warning("intent stage unavailable: %s", exc)
+        return None
+    return getattr(module, "label_recommendations", None)
+
+
+def prefilter_candidates(recommender: Recommender, text: str, k: int = 100, mode: str = "auto",
+                         title: str | None = None, abstract: str | None = None,
+                         exclude_ids: Collection[int] = ()) -> list[tuple[int, float]]:
+    """The fused prefilter's top ``k`` ``(paper_id, score)`` for an arbitrary text (hard negatives)."""
+    config = replace(recommender.config, exclude_ids=tuple(exclude_ids), filter_by_year=False)
+    pre = recommender.prefilter(Query(text=text, mode=mode, title=title, abstract=abstract), config)
+    return pre.fused[:k]
+
+
+def shipped_reranker() -> tuple[str, float | None] | None:
+    """The shipped cross-encoder enabled by default (folder, rerank weight), else None.
+
+    A manifest with ``"enabled_by_default": false`` (it did not help on the dev set) is skipped.
+    """
+    import json
+
+    from assistant.config import SHIPPED_MODELS_DIR
+
+    if not SHIPPED_MODELS_DIR.is_dir():
+        return None
+    for folder in sorted(SHIPPED_MODELS_DIR.iterdir()):
+        manifest = folder / "manifest.json"
+        try:
+            meta = json.loads(manifest.read_text()) if manifest.is_file() else {}
+        except (OSError, ValueError):
+            continue
+        if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
+            weight = meta.get("rerank_weight")
+            return str(folder), float(weight) if isinstance(weight, (int, float)) else None
+    return None

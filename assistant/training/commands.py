@@ -1,0 +1,128 @@
+"""``assistant train reranker`` and ``assistant train encoder`` (click)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+
+def _progress_printer(every_s: float = 5.0):
+    last = [0.0]
+
+    def progress(done: int, total: int, message: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= every_s or done >= total:
+            last[0] = now
+            click.echo(f"[{done}/{total}] {message}", err=True)
+            sys.stderr.flush()
+
+    return progress
+
+
+def _common_options(func):
+    options = [
+        click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None,
+                     help="Library database (default: global --db / $ASSISTANT_DB)."),
+        click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+                     help="Where the ONNX model folder is written (default: models dir/<name>)."),
+        click.option("--name", default=None, help="Model name (folder name under the models dir)."),
+        click.option("--work-dir", type=click.Path(file_okay=False), default=None,
+                     help="Training data + checkpoints (resumed when present)."),
+        click.option("--max-steps", type=int, default=None, help="Hard cap on optimiser steps."),
+        click.option("--max-minutes", type=float, default=None, help="Hard cap on training wall time."),
+        click.option("--queries", "n_queries", type=int, default=None, help="Pseudo-queries to generate."),
+        click.option("--batch", "batch", type=int, default=None, help="Queries per step."),
+        click.option("--lr", type=float, default=None, help="Peak learning rate."),
+        click.option("--epochs", type=float, default=None, help="Passes over the training set."),
+        click.option("--seed", type=int, default=None),
+        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto"),
+        click.option("--threads", type=int, default=None, help="Torch threads (default 2)."),
+        click.option("--no-resume", is_flag=True, help="Ignore an existing checkpoint."),
+        click.option("--blacklist", type=click.Path(dir_okay=False), default=None,
+                     help="DOIs never trained on (default: ACM-CR blacklist of ../shared/data)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _apply(opts, **values) -> None:
+    for key, value in values.items():
+        if value is not None:
+            setattr(opts, key, value)
+
+
+@click.command("reranker")
+@_common_options
+@click.option("--max-length", type=int, default=None, help="Tokens per (query, document) pair.")
+@click.option("--hard-negatives", "n_hard", type=int, default=None)
+@click.option("--random-negatives", "n_random", type=int, default=None)
+@click.option("--negatives", type=click.Choice(["auto", "bm25"]), default=None,
+              help="Hard negatives: the fused prefilter when indexed (auto) or BM25 over the library.")
+@click.option("--group-negatives", type=int, default=None, help="Negatives per query used in training.")
+@click.option("--freeze-layers", type=int, default=None, help="Bottom transformer layers kept frozen.")
+@click.option("--head-lr", type=float, default=None, help="Learning rate of the new scoring head.")
+@click.option("--no-quantize", is_flag=True, help="Skip the int8 ONNX file.")
+@click.pass_context
+def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, batch, lr,
+                   epochs, seed, device, threads, no_resume, blacklist, max_length, n_hard, n_random,
+                   negatives, group_negatives, freeze_layers, head_lr, no_quantize):
+    """Train a cross-encoder reranker on the library's own (pseudo-)queries; export ONNX."""
+    from assistant.cli import resolve_db_path
+    from assistant.library.store import Library
+    from assistant.training.common import TrainingError
+    from assistant.training.reranker import RerankerOptions
+    from assistant.training.reranker import train_reranker as run
+
+    opts = RerankerOptions()
+    _apply(opts, out_dir=out_dir, name=name, work_dir=work_dir, max_steps=max_steps, max_minutes=max_minutes,
+           n_queries=n_queries, batch_queries=batch, lr=lr, epochs=epochs, seed=seed, device=device,
+           threads=threads, blacklist=blacklist, max_length=max_length, n_hard=n_hard, n_random=n_random,
+           negatives=negatives, group_negatives=group_negatives, freeze_layers=freeze_layers, head_lr=head_lr)
+    opts.resume = not no_resume
+    opts.quantize = not no_quantize
+    db = resolve_db_path(ctx, db_path)
+    if not db.exists():
+        raise click.ClickException(f"library {db} does not exist: import papers first")
+    library = Library(db)
+    try:
+        report = run(library, opts, progress=_progress_printer())
+    except TrainingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        library.close()
+    click.echo(report.to_json())
+
+
+@click.command("encoder")
+@_common_options
+@click.option("--base", "base", default=None, help="Base encoder weights ('minilm' or a folder).")
+@click.option("--no-reindex", is_flag=True, help="Do not rebuild the library's index afterwards.")
+@click.pass_context
+def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, batch, lr,
+                  epochs, seed, device, threads, no_resume, blacklist, base, no_reindex):
+    """Adapt the bi-encoder to the library (citation graph + pseudo-queries, InfoNCE); re-export and re-index."""
+    from assistant.cli import resolve_db_path
+    from assistant.library.store import Library
+    from assistant.training.common import TrainingError
+    from assistant.training.encoder import EncoderOptions, adapt_encoder
+
+    opts = EncoderOptions()
+    _apply(opts, out_dir=out_dir, name=name, work_dir=work_dir, max_steps=max_steps, max_minutes=max_minutes,
+           n_queries=n_queries, batch_size=batch, lr=lr, epochs=epochs, seed=seed, device=device,
+           threads=threads, blacklist=blacklist, base_model=base)
+    opts.resume = not no_resume
+    opts.reindex = not no_reindex
+    db = resolve_db_path(ctx, db_path)
+    if not db.exists():
+        raise click.ClickException(f"library {db} does not exist: import papers first")
+    library = Library(db)
+    try:
+        report = adapt_encoder(library, opts, progress=_progress_printer())
+    except TrainingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        library.close()
+    click.echo(report.to_json())

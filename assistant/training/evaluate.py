@@ -1,0 +1,186 @@
+"""Dev-set evaluation of trained models on ACM-CR (reranker α sweep, encoder comparison).
+
+Uses the retrieval engineer's protocol pieces (``assistant.evaluation.acm_cr``: candidate
+map, queries, the pipeline's prefilter) and caches each query's fused candidates and raw
+model scores, so the interpolation ``final = α·z(reranker) + (1−α)·z(fused)`` (the
+pipeline's ``rerank_weight``) is swept over α without re-running the model.
+
+``python -m assistant.training.evaluate reranker --db LIB --model DIR [--level paragraph]``
+prints JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import click
+import numpy as np
+
+ALPHAS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+
+
+def _zscore(x: np.ndarray) -> np.ndarray:
+    sd = x.std()
+    return (x - x.mean()) / sd if sd > 0 else x - x.mean()
+
+
+def collect_candidates(library, dev_dir: Path, levels=("paragraph",), candidates: int = 100,
+                       limit: int | None = None, recommender=None, progress=None,
+                       use_dense: bool = True) -> tuple[list[dict], dict]:
+    """Each dev query's fused top ``candidates`` (ids, fused scores, the reranker's query text)."""
+    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map
+    from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
+    from assistant.retrieval.pipeline import PipelineConfig, Recommender
+    from assistant.retrieval.query import Query
+
+    dev_dir = Path(dev_dir)
+    by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
+    doi_of = {pid: doi for doi, pid in by_doi.items()}
+    queries = [q for q in build_queries(load_collection(dev_dir), tuple(levels)) if q.cited_dois & by_doi.keys()]
+    if limit:
+        queries = queries[:limit]
+    config = PipelineConfig(use_intent=False, use_dense=use_dense)
+    recommender = recommender or Recommender(library, config)
+    run_config = replace(config, exclude_ids=frozenset(others), exclude_cited=False, filter_by_year=False,
+                         depth=max(config.depth, candidates), candidates=candidates, dedupe=False)
+    rows = []
+    for n, q in enumerate(queries, 1):
+        query = Query(text=q.text, mode="paragraph" if q.level == "paragraph" else "local")
+        pre = recommender.prefilter(query, run_config)
+        items = recommender._candidates(pre, run_config)[:candidates]
+        rows.append({"qid": q.qid, "level": q.level, "focus": pre.parts.focus,
+                     "ids": [int(it.paper.id) for it in items],
+                     "fused": [float(it.scores.get("fused", it.score)) for it in items],
+                     "texts": [it.paper.encoder_text() for it in items],
+                     "relevant": sorted(q.cited_dois & by_doi.keys())})
+        if progress:
+            progress(n, len(queries), "prefilter")
+    return rows, doi_of
+
+
+def collect_candidates_bm25(library, dev_dir: Path, levels=("paragraph",), candidates: int = 100,
+                            limit: int | None = None) -> tuple[list[dict], dict]:
+    """Fallback when the library has no index yet: BM25 (bm25s) over the protocol's candidates."""
+    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map
+    from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
+    from assistant.training.data import Bm25Candidates, Corpus, DocRecord, strip_markers
+
+    dev_dir = Path(dev_dir)
+    by_doi, _others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
+    doi_of = {pid: doi for doi, pid in by_doi.items()}
+    papers = {p.id: p for p in library.get_many(list(doi_of))}
+    corpus = Corpus({i: DocRecord(i, p.title or "", p.abstract or "", list(p.keywords or []))
+                     for i, p in papers.items()})
+    bm25 = Bm25Candidates(corpus)
+    queries = [q for q in build_queries(load_collection(dev_dir), tuple(levels)) if q.cited_dois & by_doi.keys()]
+    if limit:
+        queries = queries[:limit]
+    rows = []
+    texts = [strip_markers(q.text) for q in queries]
+    for q, text, ids in zip(queries, texts, bm25.batch(texts, candidates)):
+        n = len(ids)
+        rows.append({"qid": q.qid, "level": q.level, "focus": text, "ids": ids,
+                     "fused": [float(n - r) for r in range(n)],  # rank-based stand-in score
+                     "texts": [papers[i].encoder_text() for i in ids],
+                     "relevant": sorted(q.cited_dois & by_doi.keys())})
+    return rows, doi_of
+
+
+def _metrics(rows: list[dict], doi_of: dict[int, str], scores_key: str | None, alpha: float) -> dict:
+    from assistant.evaluation.metrics import mean_metrics, query_metrics
+
+    out: dict[str, list] = {}
+    for r in rows:
+        fused = np.asarray(r["fused"], dtype=np.float64)
+        if scores_key is None or alpha == 0.0:
+            final = fused
+        else:
+            raw = np.asarray(r[scores_key], dtype=np.float64)
+            final = raw if alpha == 1.0 else alpha * _zscore(raw) + (1 - alpha) * _zscore(fused)
+        order = sorted(range(len(final)), key=lambda i: (-final[i], i))
+        ranking = [doi_of.get(r["ids"][i], f"x{r['ids'][i]}") for i in order]
+        out.setdefault(r["level"], []).append(query_metrics(ranking, set(r["relevant"])))
+    return {level: {k: round(v, 4) for k, v in mean_metrics(v).items()} | {"queries": len(v)}
+            for level, v in out.items()}
+
+
+def score_rows(rows: list[dict], model_dir: str, key: str = "rerank", progress=None) -> dict:
+    """Score every query's candidates with a cross-encoder; returns p50/p95 latency (ms) per query."""
+    from assistant.inference.cross_encoder import load_cross_encoder
+
+    model = load_cross_encoder(model_dir, device="cpu")
+    times = []
+    for n, r in enumerate(rows, 1):
+        t = time.perf_counter()
+        r[key] = [float(s) for s in model.score(r["focus"], r["texts"])]
+        times.append((time.perf_counter() - t) * 1000)
+        if progress:
+            progress(n, len(rows), "reranking")
+    return {"p50_ms": round(float(np.percentile(times, 50)), 1), "p95_ms": round(float(np.percentile(times, 95)), 1),
+            "n": len(times), "precision": model.info.precision, "threads": model.info.threads}
+
+
+def sweep(rows: list[dict], doi_of: dict[int, str], key: str = "rerank", alphas=ALPHAS) -> dict:
+    """Metrics of the fused prefilter and of the interpolation at each α (1.0 = pure reranking)."""
+    result = {"fused": _metrics(rows, doi_of, None, 0.0), "alpha": {}}
+    for a in alphas:
+        if a > 0:
+            result["alpha"][str(a)] = _metrics(rows, doi_of, key, a)
+    return result
+
+
+def encoder_rescoring(rows: list[dict], doi_of: dict[int, str], encoder_names: list[str]) -> dict:
+    """Rank each query's fused candidates by cosine with each encoder (base vs adapted)."""
+    from assistant.inference.encoder import load_encoder
+
+    result = {}
+    for name in encoder_names:
+        enc = load_encoder(name, device="cpu")
+        for r in rows:
+            q = enc.encode([r["focus"]])[0]
+            d = enc.encode(r["texts"])
+            r[f"enc:{name}"] = (d @ q).tolist()
+        result[name] = _metrics(rows, doi_of, f"enc:{name}", 1.0)
+    return result
+
+
+@click.group()
+def main() -> None:
+    """Dev-set evaluation of trained models."""
+
+
+@main.command("reranker")
+@click.option("--db", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model_dir", required=True, help="Cross-encoder folder.")
+@click.option("--dev", "dev_dir", default=None, help="ACM-CR dev folder (default ../shared/data/acm-cr/dev).")
+@click.option("--level", "levels", multiple=True, default=("paragraph",))
+@click.option("--limit", type=int, default=None)
+@click.option("--cache", type=click.Path(dir_okay=False), default=None, help="JSON cache of candidates.")
+@click.option("--bm25-only", is_flag=True, help="Candidates from BM25 (no index needed) instead of the fused prefilter.")
+def reranker_cmd(db, model_dir, dev_dir, levels, limit, cache, bm25_only):
+    """α sweep of reranker + fused prefilter on the ACM-CR dev set."""
+    from assistant.library.store import Library
+    from assistant.training.data import shared_data_dir
+
+    dev = Path(dev_dir) if dev_dir else shared_data_dir() / "acm-cr" / "dev"
+    lib = Library(db)
+    if cache and Path(cache).is_file():
+        blob = json.loads(Path(cache).read_text())
+        rows, doi_of = blob["rows"], {int(k): v for k, v in blob["doi_of"].items()}
+    else:
+        collect = collect_candidates_bm25 if bm25_only else collect_candidates
+        rows, doi_of = collect(lib, dev, levels, limit=limit)
+        if cache:
+            Path(cache).write_text(json.dumps({"rows": rows, "doi_of": doi_of}))
+    latency = score_rows(rows, model_dir)
+    out = sweep(rows, doi_of)
+    out["latency_rerank_100"] = latency
+    out["prefilter"] = "bm25" if bm25_only else "fused"
+    click.echo(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

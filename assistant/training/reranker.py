@@ -1,0 +1,240 @@
+"""Train a cross-encoder reranker on pairs the library itself provides (``assistant train reranker``).
+
+Recipe: MiniLM (BERT) weights + a 1-logit head (``AutoModelForSequenceClassification``),
+listwise softmax cross-entropy over groups of 1 positive + hard negatives from the
+prefilter (what the first stage really retrieves for the query) + random negatives.
+Pairs are encoded as ``query [SEP] title [SEP] abstract`` (longest-first truncation to
+``max_length``), exactly as the ONNX runtime scores them. The result is exported
+through :func:`assistant.inference.export.export_transformer` (fp32 + int8 ONNX).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from assistant.training import common, data
+from assistant.training.common import Budget, TrainingError, TrainReport
+
+log = logging.getLogger(__name__)
+
+#: options that define the generated training set (a resume must keep them)
+DATA_KEYS = ("seed", "n_queries", "n_hard", "n_random", "neg_depth", "negatives", "base_model")
+
+
+@dataclass
+class RerankerOptions:
+    out_dir: str | None = None  # default: models_dir()/<name>
+    name: str = "reranker-minilm"
+    work_dir: str | None = None  # default: models_dir()/.train/<name>
+    base_model: str = "minilm"
+    n_queries: int | None = None  # default: min(20000, 2 * usable papers)
+    n_hard: int = 4
+    n_random: int = 1
+    neg_depth: int = 50
+    negatives: str = "auto"  # auto (fused prefilter if the library is indexed, else BM25) | bm25
+    max_length: int = 192
+    batch_queries: int = 4  # queries per optimiser step (each with 1 + n_hard + n_random docs)
+    epochs: float = 1.0
+    lr: float = 3e-5
+    head_lr: float | None = 1e-3  # the new 1-logit head (and pooler) learns faster
+    warmup: float = 0.06
+    weight_decay: float = 0.01
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    checkpoint_every: int = 200
+    checkpoint_minutes: float = 5.0
+    seed: int = 13
+    device: str = "auto"
+    threads: int | None = None
+    blacklist: str | None = None  # default: ../shared/data/acm-cr/blacklist.txt
+    group_negatives: int | None = None  # negatives used per query when training (default: all)
+    freeze_layers: int = 0  # bottom transformer layers kept frozen (cheaper steps on a small CPU)
+    freeze_embeddings: bool = True  # word embeddings stay as pre-trained (faster, less overfitting)
+    quantize: bool = True
+    resume: bool = True
+    export: bool = True
+
+
+def _paths(opts: RerankerOptions) -> tuple[Path, Path]:
+    from assistant.config import models_dir
+
+    out = Path(opts.out_dir).expanduser() if opts.out_dir else models_dir() / opts.name
+    work = Path(opts.work_dir).expanduser() if opts.work_dir else models_dir() / ".train" / opts.name
+    return out, work
+
+
+def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
+                     progress: common.ProgressFn | None = None) -> tuple[list[dict], dict[int, data.DocRecord], dict]:
+    """Generate (or reload) the listwise training set; returns examples, docs and stats."""
+    import json
+
+    blacklist = data.load_blacklist(opts.blacklist)
+    if progress:
+        progress(0, 1, "reading the library")
+    corpus = data.corpus_from_library(library, blacklist)
+    if len(corpus.docs) < 3:
+        raise TrainingError(
+            f"only {len(corpus.docs)} usable papers (title + abstract of >= 80 characters, not "
+            "blacklisted): import more papers before training")
+    meta_path = work_dir / "data.json"
+    ex_path = work_dir / common.EXAMPLES_FILE
+    fingerprint = common.options_fingerprint(opts, DATA_KEYS)
+    if ex_path.is_file() and meta_path.is_file():
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("options") == fingerprint:
+            examples = [e for e in common.read_jsonl(ex_path)
+                        if e["pos"] in corpus.docs and all(n in corpus.docs for n in e["negs"])]
+            return examples, corpus.docs, meta["stats"]
+        log.info("training-set options changed: regenerating %s", ex_path)
+    rng = random.Random(opts.seed)
+    n_queries = opts.n_queries or min(20000, 2 * len(corpus.docs))
+    queries = data.make_queries(corpus, n_queries, rng)
+    candidates = data.prefilter_candidates(library, corpus, use_index=opts.negatives != "bm25")
+    examples = data.add_negatives(queries, corpus, candidates, opts.n_hard, opts.n_random, rng,
+                                  depth=opts.neg_depth, progress=progress)
+    kinds: dict[str, int] = {}
+    for e in examples:
+        kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
+    ranks = [e["pos_rank"] for e in examples if e["pos_rank"]]
+    stats = {
+        "usable_papers": len(corpus.docs), "examples": len(examples), "kinds": kinds,
+        "excluded_blacklisted_or_eval": corpus.excluded_blacklisted,
+        "excluded_no_abstract": corpus.excluded_no_abstract,
+        "citation_pairs": len(corpus.citations),
+        "prefilter_positive_in_top_depth": round(len(ranks) / max(1, len(examples)), 3),
+    }
+    work_dir.mkdir(parents=True, exist_ok=True)
+    common.write_jsonl(ex_path, examples)
+    meta_path.write_text(json.dumps({"options": fingerprint, "stats": stats}, indent=2), encoding="utf-8")
+    return examples, corpus.docs, stats
+
+
+def _group_texts(example: dict, docs: dict[int, data.DocRecord], n_negs: int | None = None) -> tuple[str, list[str]]:
+    """Query and [positive, negatives...]; with ``n_negs`` fewer than stored, the hardest
+    ``n_negs - 1`` plus the last (random) one are kept."""
+    pos = docs[example["pos"]].text(example.get("drop"), example.get("drop_title", False))
+    negs = list(example["negs"])
+    if n_negs is not None and len(negs) > n_negs >= 2:
+        negs = negs[:n_negs - 1] + negs[-1:]
+    elif n_negs is not None:
+        negs = negs[:n_negs]
+    return example["q"], [pos] + [docs[n].text() for n in negs]
+
+
+def _load_model(path: Path):
+    import warnings
+
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModelForSequenceClassification.from_pretrained(str(path), num_labels=1, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(path), use_fast=True, local_files_only=True)
+    return model, tokenizer
+
+
+def train_reranker(library, options: RerankerOptions | None = None,
+                   progress: common.ProgressFn | None = None,
+                   cancelled: common.CancelledFn | None = None) -> TrainReport:
+    """Generate the training set, train (resuming from the work dir's checkpoint), export ONNX."""
+    import torch
+
+    opts = options or RerankerOptions()
+    out_dir, work_dir = _paths(opts)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    device = common.pick_device(opts.device)
+    common.set_threads(opts.threads)
+    common.seed_everything(opts.seed)
+    examples, docs, stats = prepare_examples(library, opts, work_dir, progress)
+    if not examples:
+        raise TrainingError("no training example could be generated from this library")
+    report = TrainReport(kind="reranker", work_dir=str(work_dir), examples=len(examples),
+                         device=device, data_stats=stats)
+
+    state = common.load_checkpoint_state(work_dir) if opts.resume else None
+    if state is not None and state["extra"].get("data") != common.options_fingerprint(opts, DATA_KEYS):
+        log.warning("checkpoint in %s was made with other data options: starting afresh", work_dir)
+        state = None
+    src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
+    model, tokenizer = _load_model(src)
+    model.to(device)
+
+    steps_per_epoch = math.ceil(len(examples) / opts.batch_queries)
+    total = max(1, math.ceil(steps_per_epoch * opts.epochs))
+    if opts.max_steps:
+        total = min(total, opts.max_steps)
+    if state is not None:
+        total = state["extra"].get("total_steps", total)
+    common.freeze_bottom_layers(model, opts.freeze_layers)
+    optimizer, scheduler = common.make_optimizer(model, opts.lr, opts.weight_decay, total, opts.warmup,
+                                                 opts.freeze_embeddings, head_lr=opts.head_lr)
+    step = 0
+    losses: list[float] = []
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        common.restore_rng(state)
+        step = int(state["step"])
+        losses = list(state["extra"].get("losses", []))
+        report.resumed_from_step = step
+        log.info("resuming reranker training at step %d/%d from %s", step, total, work_dir)
+
+    def loss_fn(batch_idx: list[int]):
+        queries, groups = [], []
+        for i in batch_idx:
+            q, texts = _group_texts(examples[i], docs, opts.group_negatives)
+            queries.append(q)
+            groups.append(texts)
+        size = min(len(t) for t in groups)
+        flat_q = [q for q in queries for _ in range(size)]
+        flat_d = [d for texts in groups for d in texts[:size]]
+        enc = tokenizer(flat_q, flat_d, truncation="longest_first", max_length=opts.max_length,
+                        padding=True, return_tensors="pt").to(device)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device == "cuda"):
+            logits = model(**enc).logits.view(len(batch_idx), size).float()
+        target = torch.zeros(len(batch_idx), dtype=torch.long, device=device)
+        return torch.nn.functional.cross_entropy(logits, target)
+
+    extra = {"data": common.options_fingerprint(opts, DATA_KEYS), "total_steps": total,
+             "options": asdict(opts)}
+    result = common.train_loop(model, tokenizer, optimizer, scheduler, work_dir, loss_fn, len(examples),
+                               opts.batch_queries, opts.seed, total, step, losses,
+                               Budget(total, opts.max_minutes, cancelled), extra, opts.checkpoint_every,
+                               opts.checkpoint_minutes, progress)
+    step, reason, losses = result.step, result.reason, result.losses
+    if reason == "max_steps" and step >= steps_per_epoch * opts.epochs:
+        reason = "completed"
+    report.stopped_reason = reason
+    report.steps_done = step
+    report.total_steps = total
+    report.epochs = round(step * opts.batch_queries / len(examples), 3)
+    report.loss_history = losses
+    report.final_loss = losses[-1] if losses else None
+    if opts.export and reason != "cancelled":
+        report.model_dir = str(export_reranker(model, tokenizer, out_dir, opts, stats, step))
+    report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def export_reranker(model, tokenizer, out_dir: Path, opts: RerankerOptions, stats: dict, step: int) -> Path:
+    """Export through the inference layer (fp32 + int8 ONNX, tokenizer.json, manifest.json)."""
+    from assistant.inference.export import export_transformer
+
+    model = model.to("cpu").eval()
+    extra = {"training": {"recipe": "listwise softmax CE, 1 positive + prefilter/random negatives",
+                          "steps": step, "data": stats,
+                          "options": {k: v for k, v in asdict(opts).items()
+                                      if k not in ("out_dir", "work_dir", "blacklist")}},
+             "pair_format": "query [SEP] title [SEP] abstract",
+             "enabled_by_default": False}
+    return export_transformer(model, tokenizer, out_dir, kind="cross-encoder", max_length=opts.max_length,
+                              quantize=opts.quantize, name=opts.name, source=f"trained from {opts.base_model}",
+                              extra=extra)

@@ -1,0 +1,154 @@
+"""Draft reader (LaTeX/Markdown/text), missing-citation finder and the manuscript command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from assistant.documents.citeworthiness import CueScorer, LearnedScorer, default_scorer
+from assistant.documents.commands import manuscript
+from assistant.documents.draft import parse_draft
+from assistant.documents.manuscript import find_missing_citations
+
+FIX = Path(__file__).parent / "fixtures" / "documents"
+
+
+def _check_offsets(doc, source: str) -> None:
+    for s in doc.sentences():
+        assert source[s.start:s.end] == s.text
+
+
+def test_latex_draft():
+    src = (FIX / "draft.tex").read_text()
+    doc = parse_draft(FIX / "draft.tex")
+    assert doc.format == "latex"
+    assert doc.title == "Neural Re-ranking for Citation Recommendation"
+    assert doc.abstract == "We study citation recommendation with a two-stage pipeline."
+    assert [s.heading for s in doc.sections] == ["Introduction", "Related Work"]
+    _check_offsets(doc, src)
+    cited = [(m.kind, m.labels) for s in doc.sentences() for m in s.markers]
+    assert cited == [("latex", ["he2010context", "bhagavatula2018content"]), ("latex", ["robertson2009bm25"])]
+    texts = [s.text for s in doc.sentences()]
+    assert not any("nothing" in t or "mathbf" in t for t in texts)  # comments and equations masked
+
+
+def test_markdown_draft_from_text():
+    src = (FIX / "draft.md").read_text()
+    doc = parse_draft(src, fmt="markdown")
+    assert doc.title == "Citation Recommendation: A Draft"
+    assert [s.heading for s in doc.sections] == ["Introduction", "Related Work"]
+    _check_offsets(doc, src)
+    keys = [m.labels for s in doc.sentences() for m in s.markers]
+    assert keys == [["he2010context", "bhagavatula2018content"], ["jeong2020"]]  # code block ignored
+
+
+def test_plain_text_draft_with_reference_list():
+    doc = parse_draft(FIX / "draft.txt")
+    assert doc.title == "Citation Contexts in Practice"
+    assert [r.number for r in doc.references] == [1, 2, 3, 4]
+    resolved = {s.text[:20]: [doc.references[i].number for i in s.reference_indices()] for s in doc.citing_sentences()}
+    assert resolved == {"Citation recommendat": [1, 2], "Smith et al. (2019) ": [3], "Previous studies hav": [4, 3]}
+
+
+@pytest.mark.parametrize("scorer", [CueScorer(), None])
+def test_missing_citations_in_drafts(scorer):
+    for name in ("draft.tex", "draft.md", "draft.txt"):
+        missing = find_missing_citations(FIX / name, scorer=scorer)
+        sentences = [m.sentence for m in missing]
+        assert any(s.startswith("It has been shown that dense retrieval") for s in sentences), (name, sentences)
+        assert not any("We describe our own method" in s or "described in Section 3" in s or "We thank" in s
+                       for s in sentences), (name, sentences)
+        for m in missing:
+            assert 0.5 <= m.score <= 1.0 and m.start is not None
+
+
+def test_shipped_scorer_is_learned_and_ranks_claims_higher():
+    scorer = default_scorer()
+    assert isinstance(scorer, LearnedScorer)
+    claim, own = scorer.score(["Previous studies have shown that neural rankers outperform BM25 on many benchmarks.",
+                               "We report the results of our method in Table 3."])
+    assert claim.probability > 0.5 > own.probability
+
+
+class FakeRecommender:
+    def __init__(self):
+        self.queries = []
+
+    def recommend(self, query, config=None):
+        from types import SimpleNamespace
+
+        from assistant.library.models import Paper
+
+        self.queries.append(query.text)
+        paper = Paper("Dense Passage Retrieval", id=7, year=2020, doi="10.1/dpr", citekey="karpukhin2020dense")
+        return SimpleNamespace(items=[SimpleNamespace(paper=paper, score=0.9, intent="background")])
+
+
+def test_missing_citations_get_recommendations():
+    rec = FakeRecommender()
+    missing = find_missing_citations(FIX / "draft.tex", recommender=rec, k=3)
+    assert missing and all(m.recommendations[0]["title"] == "Dense Passage Retrieval" for m in missing)
+    assert not any("\\" in q for q in rec.queries)  # LaTeX stripped from queries
+
+
+def test_manuscript_cli_json_on_drafts_and_pdf(tmp_path):
+    runner = CliRunner()
+    for name in ("draft.tex", "draft.md", "draft.txt"):
+        result = runner.invoke(manuscript, [str(FIX / name), "--json", "--no-recommend", "--db",
+                                            str(tmp_path / "none.sqlite")])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        assert data["missing"] and data["sentences"] >= 4 and data["citing_sentences"] >= 1
+    bib = tmp_path / "unmatched.bib"
+    result = runner.invoke(manuscript, [str(FIX / "draft.txt"), "--db", str(tmp_path / "none.sqlite"),
+                                        "--unmatched-bib", str(bib)])
+    assert result.exit_code == 0 and "may need a citation" in result.output
+    assert "no recommendations" in result.output and "4 unmatched reference(s)" in result.output
+    assert bib.read_text().count("@inproceedings{") == 4
+
+
+@pytest.mark.slow
+def test_manuscript_cli_with_real_recommender(tmp_path):
+    """End to end: a small library, its index (builds the default encoder), recommendations per sentence."""
+    from assistant.library.models import Paper
+    from assistant.library.store import Library
+    from assistant.retrieval.commands import index as index_cmd
+
+    db = tmp_path / "lib.sqlite"
+    lib = Library(db)
+    for title, abstract in [
+        ("Dense passage retrieval for open-domain question answering", "Dense retrieval outperforms BM25."),
+        ("Passage re-ranking with BERT", "BERT cross-encoders re-rank passages; state of the art."),
+        ("The probabilistic relevance framework: BM25 and beyond", "The BM25 ranking function."),
+    ]:
+        lib.add_paper(Paper(title, abstract=abstract, year=2019))
+    lib.close()
+    runner = CliRunner()
+    assert runner.invoke(index_cmd, ["--db", str(db), "-q"]).exit_code == 0
+    result = runner.invoke(manuscript, [str(FIX / "draft.tex"), "--db", str(db), "--json", "-k", "2"])
+    assert result.exit_code == 0, result.output
+    missing = json.loads(result.output)["missing"]
+    dense = next(m for m in missing if m["sentence"].startswith("It has been shown that dense retrieval"))
+    assert dense["recommendations"][0]["title"].startswith("Dense passage retrieval")
+
+
+def test_latex_cite_keys_resolve_to_bibitems():
+    src = r"""\documentclass{article}
+\begin{document}
+\section{Intro}
+Dense retrieval works \cite{smith19, lee20}. Sparse retrieval was studied before.
+\begin{thebibliography}{9}
+\bibitem{smith19} J.~Smith and A.~Lee. Dense retrieval for everything. In \emph{Proc. SIGIR}, 2019.
+\bibitem{lee20} K.~Lee. Sparse retrieval. \emph{Information Retrieval Journal}, 2020.
+\end{thebibliography}
+\end{document}
+"""
+    doc = parse_draft(src)
+    assert [(r.key, r.title, r.year) for r in doc.references] == [
+        ("smith19", "Dense retrieval for everything", 2019), ("lee20", "Sparse retrieval", 2020)]
+    [cited] = doc.citing_sentences()
+    assert cited.reference_indices() == [0, 1]
+    assert doc.references[0].venue == "Proc. SIGIR"

@@ -1,0 +1,48 @@
+"""Settings persistence (QSettings INI in ASSISTANT_HOME), per-manuscript .bib choice, first run."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from assistant.gui.settings import (AppSettings, SettingsDialog, bib_for_manuscript, load_settings,  # noqa: E402
+                                    remember_bib, save_settings)
+
+
+def test_settings_roundtrip(qtbot, isolated_home):
+    assert load_settings() == AppSettings()
+    settings = AppSettings(library_path=str(isolated_home / "x.sqlite"), k=7, device="cpu", reranker="off",
+                           use_intent=False, exclude_cited=False, first_run_done=True)
+    save_settings(settings)
+    assert (isolated_home / "gui.ini").is_file()
+    assert load_settings() == settings
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.k_box.setValue(12)
+    dialog.device_box.setCurrentText("auto")
+    out = dialog.result_settings()
+    assert out.k == 12 and out.device == "auto" and out.library_path == settings.library_path
+
+
+def test_bib_file_remembered_per_manuscript(tmp_path):
+    draft = tmp_path / "paper.tex"
+    draft.write_text("x")
+    assert bib_for_manuscript(draft) is None
+    remember_bib(draft, tmp_path / "refs.bib")
+    assert bib_for_manuscript(draft) == tmp_path / "refs.bib"
+    assert bib_for_manuscript(tmp_path / "other.tex") is None
+
+
+def test_first_run_guide_on_empty_library(qtbot):
+    from assistant.gui.first_run import FirstRunDialog, maybe_show_first_run
+    from assistant.gui.main_window import MainWindow
+
+    win = MainWindow(AppSettings())
+    win.quiet_close = True
+    qtbot.addWidget(win)
+    win.start(prepare=False)
+    dialog = maybe_show_first_run(win)
+    assert isinstance(dialog, FirstRunDialog) and dialog.isVisible()
+    assert load_settings().first_run_done  # shown once
+    dialog.reject()

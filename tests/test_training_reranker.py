@@ -1,0 +1,97 @@
+"""Reranker training on a tiny real library (a few ACM-DL records): data, resume, export, scoring."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from assistant.library.importers import import_paths
+from assistant.library.models import Citation
+from assistant.library.store import Library
+from assistant.training import data
+from assistant.training.reranker import RerankerOptions, prepare_examples, train_reranker
+
+
+@pytest.fixture(scope="module")
+def sample_db(acm_dl_sample_files, tmp_path_factory):
+    """The first ACM-DL sample file (ICTIR 2019) imported with the library's importer."""
+    path = tmp_path_factory.mktemp("lib") / "library.sqlite"
+    lib = Library(path)
+    import_paths(lib, acm_dl_sample_files[:1], workers=1)
+    assert lib.count() > 20
+    lib.close()
+    return path
+
+
+def _opts(tmp_path, **kw) -> RerankerOptions:
+    base = dict(out_dir=str(tmp_path / "out"), work_dir=str(tmp_path / "work"), n_queries=24,
+                n_hard=3, n_random=1, batch_queries=2, max_length=96, negatives="bm25",
+                checkpoint_every=1, blacklist=str(tmp_path / "blacklist.txt"))
+    base.update(kw)
+    return RerankerOptions(**base)
+
+
+def test_training_data_never_contains_blacklisted_papers(sample_db, tmp_path):
+    lib = Library(sample_db)
+    papers = [p for p in lib.iter_papers() if p.doi and len(p.abstract or "") >= 80]
+    banned = papers[:5]
+    (tmp_path / "blacklist.txt").write_text("\n".join(f"https://doi.org/{p.doi.upper()}" for p in banned))
+    # a citation context written by a blacklisted (citing) paper must not become a query either
+    lib.add_citation(Citation(citing_id=banned[0].id, cited_id=papers[10].id,
+                              context="Earlier work studied this problem in depth [3]."))
+    lib.add_citation(Citation(citing_id=papers[11].id, cited_id=papers[12].id,
+                              context="Axiomatic analysis of retrieval functions was proposed in [7]."))
+    examples, docs, stats = prepare_examples(lib, _opts(tmp_path, n_queries=80), tmp_path / "work")
+    banned_ids = {p.id for p in banned}
+    used = {e["pos"] for e in examples} | {n for e in examples for n in e["negs"]}
+    assert used and not used & banned_ids
+    assert not banned_ids & set(docs)
+    banned_titles = {p.title for p in banned}
+    assert not any(e["q"] in banned_titles for e in examples)
+    queries = [e for e in examples if e["kind"] == "citation"]
+    assert len(queries) == 1 and queries[0]["pos"] == papers[12].id
+    assert queries[0]["q"].startswith("Axiomatic analysis") and "[7]" not in queries[0]["q"]
+    assert stats["excluded_blacklisted_or_eval"] == 5
+    for e in examples:  # the positive is never among the negatives, and ICT removes the sentence
+        assert e["pos"] not in e["negs"]
+        if e["kind"] == "ict":
+            assert all(s not in docs[e["pos"]].text(e["drop"]) for s in e["drop"])
+    lib.close()
+
+
+def test_load_blacklist_normalises_dois(tmp_path):
+    f = tmp_path / "b.txt"
+    f.write_text("10.1145/ABC.1\nhttps://doi.org/10.1145/xyz\n\n")
+    assert data.load_blacklist(f) == {"10.1145/abc.1", "10.1145/xyz"}
+
+
+def test_interrupted_training_resumes_and_exports_a_working_model(sample_db, tmp_path):
+    (tmp_path / "blacklist.txt").write_text("")
+    lib = Library(sample_db)
+    calls = {"n": 0}
+
+    def cancel_after_one_step() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 1  # checked once before and once after each step
+
+    first = train_reranker(lib, _opts(tmp_path, max_steps=3), cancelled=cancel_after_one_step)
+    assert first.stopped_reason == "cancelled" and first.steps_done == 1 and first.model_dir is None
+    assert (tmp_path / "work" / "checkpoint" / "state.pt").is_file()
+
+    second = train_reranker(lib, _opts(tmp_path, max_steps=3))
+    assert second.resumed_from_step == 1 and second.steps_done == 3
+    assert second.stopped_reason == "max_steps"
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["kind"] == "cross-encoder" and manifest["max_length"] == 96
+    assert (tmp_path / "out" / "model.int8.onnx").is_file()
+
+    from assistant.inference.cross_encoder import load_cross_encoder
+
+    model = load_cross_encoder(tmp_path / "out", device="cpu")
+    paper = next(p for p in lib.iter_papers() if len(p.abstract or "") > 200)
+    others = [p.encoder_text() for p in lib.iter_papers() if p.id != paper.id][:5]
+    scores = model.score(paper.title, [paper.encoder_text()] + others)
+    assert scores.shape == (6,) and np.isfinite(scores).all()
+    lib.close()

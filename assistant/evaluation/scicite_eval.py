@@ -17,20 +17,18 @@ import numpy as np
 
 def read_jsonl(path: Path) -> tuple[list[str], list[str]]:
     """``string`` and ``label`` of each line; errors name the file, line and field."""
+    from assistant.training.common import iter_jsonl
+
     texts, labels = [], []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise click.ClickException(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    try:
+        for lineno, row in iter_jsonl(path):
             for key in ("string", "label"):
                 if not isinstance(row.get(key), str):
                     raise click.ClickException(f"{path}:{lineno}: missing or non-string field '{key}'")
             texts.append(row["string"])
             labels.append(row["label"])
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
     if not texts:
         raise click.ClickException(f"{path}: no examples")
     return texts, labels

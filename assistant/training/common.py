@@ -139,15 +139,28 @@ def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
     return n
 
 
-def read_jsonl(path: Path) -> Iterator[dict]:
-    with path.open(encoding="utf-8") as fh:
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """The non-blank lines of a JSON-lines file as ``(line number, object)``.
+
+    A line that is not JSON raises ``ValueError`` naming ``file:line``.
+    """
+    with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
+                yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise TrainingError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    """The objects of a JSON-lines file written by the trainers; a bad line raises TrainingError."""
+    try:
+        for _, row in iter_jsonl(path):
+            yield row
+    except ValueError as exc:
+        raise TrainingError(str(exc)) from exc
 
 
 def save_checkpoint(work_dir: Path, model, tokenizer, optimizer, scheduler, step: int,

@@ -72,25 +72,20 @@ class Example:
 
 def load_scicite(path: Path, limit: int | None = None) -> list[Example]:
     """SciCite JSON lines (``string``, ``label``, optional ``label_confidence``)."""
+    from assistant.training.common import iter_jsonl
+
     out: list[Example] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-            label = row.get("label")
-            if label not in LABELS:
-                raise ValueError(f"{path}:{lineno}: field 'label' must be one of {LABELS}, got {label!r}")
-            text = normalize_context(str(row.get("string", "")))
-            if not text:
-                continue
-            conf = row.get("label_confidence")
-            out.append(Example(text, LABELS.index(label), 1.0 if conf is None else float(conf)))
-            if limit and len(out) >= limit:
-                break
+    for lineno, row in iter_jsonl(path):
+        label = row.get("label")
+        if label not in LABELS:
+            raise ValueError(f"{path}:{lineno}: field 'label' must be one of {LABELS}, got {label!r}")
+        text = normalize_context(str(row.get("string", "")))
+        if not text:
+            continue
+        conf = row.get("label_confidence")
+        out.append(Example(text, LABELS.index(label), 1.0 if conf is None else float(conf)))
+        if limit and len(out) >= limit:
+            break
     if not out:
         raise ValueError(f"{path}: no examples")
     return out

@@ -317,3 +317,41 @@ def test_mode_override_and_alt_shortcut_insert(window, qtbot, tmp_path, gui_libr
     assert window.insert_result(1)  # what Alt+1 does; the cursor was in the sentence
     assert f"\\cite{{{first}}}" in editor.toPlainText()
     assert not window.insert_result(99)
+
+
+def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path, gui_library):
+    """Library → Adapt to my library: a real (2-step) fine-tune, re-index, and the engine uses it."""
+    import shutil
+
+    from assistant.gui.main_window import MainWindow
+    from assistant.retrieval.index import index_status
+    from assistant.config import index_dir_for
+    from assistant.training.encoder import EncoderOptions
+
+    db = tmp_path / "library.sqlite"
+    shutil.copy(gui_library, db)  # the shared library's index stays on the default encoder
+    (tmp_path / "blacklist.txt").write_text("")
+    win = MainWindow(AppSettings(library_path=str(db), k=5, first_run_done=True))
+    win.quiet_close = True
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS):
+        win.start()
+    before = index_status(index_dir_for(db))["fingerprint"]
+
+    options = EncoderOptions(name="adapted-gui-test", out_dir=str(tmp_path / "adapted"), work_dir=str(tmp_path / "work"),
+                             n_queries=16, batch_size=4, max_steps=2, max_length=64,
+                             blacklist=str(tmp_path / "blacklist.txt"))
+    ready, errors = [], []
+    win.engine_ready.connect(ready.append)
+    win.error_shown.connect(errors.append)
+    win.adapt_to_library(options=options, confirm=False)
+    qtbot.waitUntil(lambda: bool(ready or errors), timeout=READY_TIMEOUT_MS)
+    assert not errors, errors
+
+    meta = index_status(index_dir_for(db))
+    assert meta["encoder"] == "adapted-gui-test" and meta["fingerprint"] != before
+    assert win.settings.encoder == "adapted-gui-test"
+    assert "Adapted encoder 'adapted-gui-test'" in win.status_label.text()
+    result = win.engine.recommend("neural ranking models for ad hoc retrieval")
+    assert result.items and win.engine.recommender.encoder.fingerprint == meta["fingerprint"]

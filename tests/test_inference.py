@@ -75,6 +75,42 @@ def test_default_encoder_is_built_offline_with_manifest(encoder, isolated_home):
     assert encoder.fingerprint.startswith("minilm:int8:")
 
 
+def test_exported_graph_uses_fused_attention_without_nan_guards(encoder):
+    """The export must reach onnxruntime's fused Attention op (the int8 speed depends on it)."""
+    import onnx
+
+    manifest = json.loads((encoder.manifest.path / "manifest.json").read_text())
+    assert manifest["fused_ops"].get("Attention") == 6  # one per MiniLM layer
+    ops = {node.op_type for node in onnx.load(str(encoder.manifest.path / "model.int8.onnx")).graph.node}
+    assert "QAttention" in ops and "IsNaN" not in ops and "Softmax" not in ops
+
+
+def test_strip_nan_guards_rewires_consumers(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from assistant.inference.fusable import strip_nan_guards
+
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+        helper.make_node("IsNaN", ["s"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "s"], ["g"]),
+        helper.make_node("Identity", ["g"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])],
+    )
+    path = tmp_path / "g.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    assert strip_nan_guards(path) == 1
+    out = onnx.load(str(path)).graph
+    assert [n.op_type for n in out.node] == ["Softmax", "Identity"]
+    assert out.node[1].input[0] == "s"
+    assert strip_nan_guards(path) == 0  # idempotent
+
+
 def test_fingerprint_differs_between_precisions(encoder, encoder_fp32):
     assert encoder_fp32.info.precision == "fp32"
     assert encoder.fingerprint != encoder_fp32.fingerprint

@@ -30,7 +30,7 @@ LATEX_CITE_RE = re.compile(
     r"(?:\s*\[[^\]]*\]){0,2}\s*\{([^}]*)\}"
 )
 PANDOC_RE = re.compile(r"\[((?:[^\[\]]*?-?@[\w:.#$%&\-+?<>~/]+[^\[\]]*?)(?:;[^\[\]]*?-?@[\w:.#$%&\-+?<>~/]+[^\[\]]*?)*)\]")
-_PANDOC_KEY = re.compile(r"-?@([\w:.#$%&\-+?<>~/]*[\w])")
+PANDOC_KEY_RE = re.compile(r"-?@([\w:.#$%&\-+?<>~/]*[\w])")
 
 
 def _expand_numbers(body: str, max_span: int = 60) -> list[int]:
@@ -68,7 +68,7 @@ def find_markers(text: str, kinds: Sequence[str] = ("numeric", "author-year"),
                 add(m, "latex", keys)
     if "pandoc" in kinds:
         for m in PANDOC_RE.finditer(text):
-            add(m, "pandoc", _PANDOC_KEY.findall(m.group(1)))
+            add(m, "pandoc", PANDOC_KEY_RE.findall(m.group(1)))
     if "numeric" in kinds:
         for m in NUMERIC_RE.finditer(text):
             nums = _expand_numbers(m.group(1))

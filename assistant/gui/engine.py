@@ -143,24 +143,40 @@ class Engine:
             self._index_ready = False
             return None
 
-        def report(*args, **kwargs):
-            if cancelled():
-                raise EngineCancelled("indexing cancelled")
-            if args and hasattr(args[0], "stage"):  # IndexProgress
-                p = args[0]
-                label = _STAGE_LABELS.get(p.stage, p.stage)
-                eta = f", about {p.eta_s:.0f} s left" if getattr(p, "eta_s", None) else ""
-                progress(p.done, p.total, f"{label} {p.done}/{p.total}{eta}")
-                return
-            done, total = (args + (0, 0))[:2]
-            progress(done, total, kwargs.get("message") or (args[2] if len(args) > 2 else "Indexing…"))
-
         progress(0, 0, "Indexing the library…")
+        report = _progress_adapter(progress, cancelled, "indexing", "Indexing…")
         result = _call_with_optional(build_index, self.library, encoder, progress=report, cancelled=cancelled)
         self._index_ready = True
         self._recommender = None  # picks up the new index
         self._embedded = _embedded_count(result, self.library)
         return result
+
+    def adapt_encoder(self, progress: Progress = _noop, cancelled: CancelFn = _never, options=None):
+        """Library → Adapt to my library: fine-tune the bi-encoder on this library (citation graph
+        + pseudo-queries), export it, re-index with it and switch the engine to it.
+
+        ``options`` is a ``training.encoder.EncoderOptions`` (default: 15-minute cap, the
+        engine's device). Cancelling keeps the current encoder and index. Returns
+        ``(TrainReport, IndexStatus)``.
+        """
+        from assistant.training.encoder import EncoderOptions, adapt_encoder
+
+        opts = options or EncoderOptions(max_minutes=15.0)
+        if options is None or opts.device == "auto":
+            opts.device = self.settings.device or "auto"
+        opts.reindex = True
+
+        report = _progress_adapter(progress, cancelled, "adaptation", "Adapting the encoder…")
+        with self._lock:
+            if self.library.count() == 0:
+                raise EmptyLibraryError(f"the library {self.db_path} is empty: import papers first")
+            result = adapt_encoder(self.library, opts, progress=report, cancelled=cancelled)
+            if result.stopped_reason == "cancelled":
+                raise EngineCancelled("adaptation cancelled")
+            self.settings.encoder = opts.name
+            self._encoder = None  # the re-built index names the adapted encoder: reload both
+            self._recommender = None
+        return result, self.prepare(progress, cancelled)
 
     def _make_recommender(self):
         from assistant.retrieval.pipeline import PipelineConfig, Recommender
@@ -220,6 +236,24 @@ class Engine:
             status.device = getattr(info, "device", "") or ""
             status.precision = getattr(info, "precision", "") or ""
         return status
+
+
+def _progress_adapter(progress: Progress, cancelled: CancelFn, what: str, default: str):
+    """A callback for the index builder / trainers: maps ``IndexProgress`` objects or
+    ``(done, total, message)`` to ``progress`` and raises ``EngineCancelled`` when asked to stop."""
+    def report(*args, **kwargs):
+        if cancelled():
+            raise EngineCancelled(f"{what} cancelled")
+        if args and hasattr(args[0], "stage"):  # IndexProgress
+            p = args[0]
+            label = _STAGE_LABELS.get(p.stage, p.stage)
+            eta = f", about {p.eta_s:.0f} s left" if getattr(p, "eta_s", None) else ""
+            progress(p.done, p.total, f"{label} {p.done}/{p.total}{eta}")
+            return
+        done, total = (args + (0, 0))[:2]
+        progress(done, total, kwargs.get("message") or (args[2] if len(args) > 2 else default))
+
+    return report
 
 
 def _call_with_optional(fn, *args, **kwargs):

@@ -112,6 +112,8 @@ class MainWindow(QMainWindow, DocumentOps):
         self._action(lib_menu, "Import a f&older…", lambda: self.import_library_dialog("folder"))
         self._action(lib_menu, "Import from &Zotero…", lambda: self.import_library_dialog("zotero"))
         self._action(lib_menu, "&Rebuild index", self.rebuild_index)
+        self._action(lib_menu, "&Adapt to my library…", self.adapt_to_library,
+                     tip="Fine-tune the search model on this library's citations, then re-index")
         self._action(lib_menu, "&Settings…", self.settings_dialog, "Ctrl+,")
         rec_menu = bar.addMenu("&Recommend")
         self.recommend_action = self._action(rec_menu, "&Recommend citations", self.recommend, "Ctrl+R",
@@ -179,6 +181,31 @@ class MainWindow(QMainWindow, DocumentOps):
             return self.engine.prepare(progress, cancelled)
 
         self.run_engine_job(job, "Rebuilding the index…", on_done=self._engine_prepared)
+
+    def adapt_to_library(self, options=None, confirm: bool = True) -> int | None:
+        """Fine-tune the encoder on the library in the background (cancellable), then switch to it."""
+        if confirm:
+            answer = QMessageBox.question(
+                self, "Adapt to my library",
+                "Fine-tune the search model on this library's citation graph and on questions made from "
+                "its abstracts, then re-index the library with it.\n\nThis runs in the background for up "
+                "to 15 minutes (faster with a GPU), plus re-indexing; Cancel keeps the current model.")
+            if answer != QMessageBox.StandardButton.Yes:
+                return None
+
+        def job(progress, cancelled):
+            return self.engine.adapt_encoder(progress, cancelled, options)
+
+        return self.run_engine_job(job, "Adapting the encoder to the library…", on_done=self._adapted)
+
+    def _adapted(self, payload) -> None:
+        report, status = payload
+        self.settings = replace(self.settings, encoder=self.engine.settings.encoder or "")
+        save_settings(self.settings)
+        self._engine_prepared(status)
+        loss = f", loss {report.loss_history[0]:.3f} → {report.final_loss:.3f}" if report.loss_history else ""
+        self.set_status(f"Adapted encoder '{self.settings.encoder}' in use: {report.steps_done} steps on "
+                        f"{report.examples} pairs ({report.device}, {report.seconds:.0f} s{loss}); library re-indexed.")
 
     def import_library_dialog(self, kind: str = "files") -> None:
         if kind == "folder":

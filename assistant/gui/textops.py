@@ -10,15 +10,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from assistant.documents import markers
+
 LATEX, MARKDOWN, NUMERIC = "latex", "markdown", "numeric"
 
-#: ``\cite{a,b}``, ``\citep[p.~3]{a}``, ``\parencite*{a}``, ...
-LATEX_CITE_RE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?(?:\s*\[[^\]]*\]){0,2}\s*\{([^{}]*)\}")
-#: Pandoc ``[@key]``, ``[see @a; @b, p. 3]`` and bare ``@key`` outside brackets are not matched.
-MARKDOWN_CITE_RE = re.compile(r"\[[^\[\]]*?-?@[\w:.#$%&+?<>~/-]*[^\[\]]*\]")
-MARKDOWN_KEY_RE = re.compile(r"-?@([\w:.#$%&+?<>~/-]+)")
-#: ``[12]``, ``[3, 5-7]``
-NUMERIC_CITE_RE = re.compile(r"\[(\d+(?:\s*[-\u2013,;]\s*\d+)*)\]")
+# The marker patterns are the documents layer's (one definition for PDFs, drafts and the
+# editor): ``\cite{a,b}``/``\citep[p.~3]{a}``, Pandoc ``[see @a; @b, p. 3]``, ``[3, 5-7]``.
+LATEX_CITE_RE = markers.LATEX_CITE_RE
+MARKDOWN_CITE_RE = markers.PANDOC_RE
+MARKDOWN_KEY_RE = markers.PANDOC_KEY_RE
+NUMERIC_CITE_RE = markers.NUMERIC_RE
 #: An explicit empty slot the user typed where a citation belongs.
 EMPTY_SLOT_RE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?\{\s*\}|\[@\??\]|\[\?\]|\[cite\]|\[citation needed\]")
 
@@ -82,7 +83,7 @@ def citation_spans(text: str, style: str | None = None) -> list[CitationSpan]:
         for m in NUMERIC_CITE_RE.finditer(text):
             if any(a <= m.start() < b for a, b in taken):
                 continue
-            spans.append(CitationSpan(m.start(), m.end(), re.split(r"\s*[,;]\s*", m.group(1)), NUMERIC))
+            spans.append(CitationSpan(m.start(), m.end(), re.split(r"\s*[,;]\s*", m.group(1).strip()), NUMERIC))
     return sorted(spans, key=lambda s: s.start)
 
 

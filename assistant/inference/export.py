@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from assistant.inference.fusable import classic_attention, strip_nan_guards
 from assistant.inference.runtime import FP32_FILE, INT8_FILE
 
 log = logging.getLogger(__name__)
@@ -133,19 +134,14 @@ def _dummy_ids(model, batch: int = 2, length: int = 6, seed: int = 0):
 def _export_onnx(model, kind: str, pooling: str | None, path: Path, use_types: bool) -> None:
     """Legacy TorchScript exporter: a clean static graph with dynamic batch/sequence axes.
 
-    Attention is exported in its "eager" form (not SDPA) so that onnxruntime's optimizer
-    recognises and fuses it; the model's own setting is restored afterwards.
+    Attention is traced in the textbook BERT form (``fusable.classic_attention``) where the
+    architecture allows, otherwise in its "eager" form (not SDPA), so that onnxruntime's
+    optimizer recognises and fuses it; the model's own settings are restored afterwards.
     """
     import torch
 
     # the top-most Hugging Face model (the model itself, or e.g. ``wrapper.encoder``)
     hf = next((m for m in model.modules() if hasattr(m, "set_attn_implementation") and hasattr(m, "config")), None)
-    previous = getattr(getattr(hf, "config", None), "_attn_implementation", None)
-    if hf is not None and previous not in (None, "eager"):
-        try:
-            hf.set_attn_implementation("eager")
-        except Exception:  # some architectures only have one implementation
-            previous = None
     wrapper = _wrap(model, kind, pooling, use_types)
     ids, mask = _dummy_ids(model)
     names = ["input_ids", "attention_mask"]
@@ -156,23 +152,41 @@ def _export_onnx(model, kind: str, pooling: str | None, path: Path, use_types: b
     output = "embeddings" if kind == "encoder" else "logits"
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
     axes[output] = {0: "batch"}
-    try:
+    with classic_attention(model) as classic, _eager_attention(None if classic else hf):
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(
                 wrapper, args, str(path), input_names=names, output_names=[output],
                 dynamic_axes=axes, opset_version=OPSET, do_constant_folding=True, dynamo=False,
             )
+    guards = strip_nan_guards(path)
+    log.debug("export: classic attention %s, %d NaN guards removed", classic, guards)
+
+
+@contextlib.contextmanager
+def _eager_attention(hf):
+    """Trace ``hf`` with eager attention (SDPA does not fuse); restore its setting after."""
+    previous = getattr(getattr(hf, "config", None), "_attn_implementation", None)
+    if hf is not None and previous not in (None, "eager"):
+        try:
+            hf.set_attn_implementation("eager")
+        except Exception:  # some architectures only have one implementation
+            previous = None
+    try:
+        yield
     finally:
         if hf is not None and previous not in (None, "eager"):
             hf.set_attn_implementation(previous)
 
 
-def _optimize(src: Path, dst: Path, model) -> bool:
-    """Fuse attention/LayerNorm/GELU with onnxruntime's transformer optimizer (BERT-like only)."""
+def _optimize(src: Path, dst: Path, model) -> dict[str, int] | None:
+    """Fuse attention/LayerNorm/GELU with onnxruntime's transformer optimizer (BERT-like only).
+
+    Returns the fused-operator counts, or None when the graph was not optimised.
+    """
     mtype = getattr(getattr(model, "config", None), "model_type", "")
     if mtype not in ("bert", "roberta", "distilbert", "xlm-roberta", "electra", "mpnet"):
-        return False
+        return None
     try:
         from onnxruntime.transformers.optimizer import optimize_model
 
@@ -182,10 +196,10 @@ def _optimize(src: Path, dst: Path, model) -> bool:
         opt.save_model_to_file(str(dst))
         fused = {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
         log.debug("fused operators: %s", fused)
-        return True
+        return fused
     except Exception as exc:  # optimisation is an optional speed-up
         log.warning("ONNX graph optimisation skipped: %s", exc)
-        return False
+        return None
 
 
 def _paired_outputs(path_a: Path, path_b: Path, model, names: list[str]):
@@ -308,7 +322,8 @@ def export_transformer(
         _export_onnx(torch_model, kind, pooling, raw, use_types)
         inputs = ["input_ids", "attention_mask"] + (["token_type_ids"] if use_types else [])
         with quiet_logs():
-            optimized = optimize and _optimize(raw, fp32, torch_model)
+            fused = _optimize(raw, fp32, torch_model) if optimize else None
+        optimized = fused is not None
         if optimized:
             diff = _max_difference(raw, fp32, torch_model, inputs)
             if diff > 1e-3:  # a fusion that changes results is worse than no fusion
@@ -355,6 +370,7 @@ def export_transformer(
             "model_type": getattr(cfg, "model_type", None),
             "files": files,
             "optimized": optimized,
+            "fused_ops": fused if optimized else {},
             "source": source,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }

@@ -274,6 +274,7 @@ def build_index(library, encoder, progress: Callable[[IndexProgress], None] | No
         report.bm25_rebuilt = True
     _atomic_write(paths.meta, json.dumps({
         "format": FORMAT_VERSION, "fingerprint": fingerprint, "encoder": getattr(encoder, "name", ""),
+        "encoder_path": str(getattr(getattr(encoder, "manifest", None), "path", "") or ""),
         "max_length": getattr(encoder, "max_length", None), "dim": dim, "count": int(len(ids)),
         "max_id": int(max(hashes, default=0)), "kind": report.kind, "missing": report.missing,
         "kind_requested": kind if kind != "auto" else meta.get("kind_requested", "auto"),
@@ -338,10 +339,19 @@ def load_index_encoder(index_dir: Path | str | None = None, name: str | None = N
     """
     from assistant.inference.encoder import load_encoder
 
+    from assistant.inference.registry import ModelNotFoundError
+
     meta = IndexPaths(Path(index_dir)).read_meta() if index_dir else {}
     same_model = name is None or name == meta.get("encoder")
     length = max_length or (meta.get("max_length") if same_model else None) or DEFAULT_MAX_LENGTH
-    return load_encoder(name or meta.get("encoder") or None, max_length=length, **kwargs)
+    try:
+        return load_encoder(name or meta.get("encoder") or None, max_length=length, **kwargs)
+    except ModelNotFoundError:
+        # a model kept outside the models dir (e.g. `train encoder --out DIR`): the recorded folder
+        folder = meta.get("encoder_path") if same_model else None
+        if not folder or not Path(folder).is_dir():
+            raise
+        return load_encoder(Path(folder), max_length=length, **kwargs)
 
 
 def index_status(index_dir: Path | str) -> dict:

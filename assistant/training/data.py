@@ -24,15 +24,12 @@ from pathlib import Path
 
 from assistant.config import REPO_ROOT
 from assistant.library.models import TITLE_ABSTRACT_SEP, Citation, Paper
+# one marker stripper / sentence splitter for queries at training and at recommendation time
+from assistant.retrieval.query import split_sentences
+from assistant.retrieval.query import strip_citation_markers as strip_markers
 
 log = logging.getLogger(__name__)
 
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
-_MARKERS = re.compile(
-    r"\[\s*\d+(?:\s*[-–,;]\s*\d+)*\s*\]"  # [3], [3, 4], [3-5]
-    r"|\\cite[tp]?\*?\{[^}]*\}"  # \cite{..}
-    r"|\(\s*[A-Z][A-Za-z'\-]+(?: et al\.)?(?:,| and [A-Z][A-Za-z'\-]+,)? \d{4}[a-z]?\s*\)"
-)
 _WORD = re.compile(r"\w+")
 
 #: A candidate function: query text, k -> paper ids best first (the prefilter's ranking).
@@ -62,20 +59,6 @@ def normalise_doi(doi: str | None) -> str:
         if doi.startswith(prefix):
             doi = doi[len(prefix):]
     return doi
-
-
-def strip_markers(text: str) -> str:
-    """Remove citation markers from a context (the retrieval layer's cleaner when present)."""
-    try:
-        from assistant.retrieval.query import strip_citation_markers  # type: ignore
-
-        return strip_citation_markers(text)
-    except ImportError:
-        return re.sub(r"\s{2,}", " ", _MARKERS.sub(" ", text)).strip()
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT_SPLIT.split(text or "") if s.strip()]
 
 
 def title_key(title: str) -> str:

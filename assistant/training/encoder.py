@@ -123,7 +123,10 @@ def query_triplets(corpus: data.Corpus, n: int, opts: EncoderOptions, rng: rando
         chunk = queries[start:start + 256]
         for q, cand in zip(chunk, candidates([q.text for q in chunk], hi + 1)):
             key = data.title_key(corpus.docs[q.positive].title)
-            band = [c for c in cand[lo:hi] if c != q.positive and data.title_key(corpus.docs[c].title) != key]
+            # the prefilter ranks the whole library: keep trainable papers only (never blacklisted
+            # or abstract-less ones), and never a duplicate of the positive
+            band = [c for c in cand[lo:hi] if c != q.positive and c in corpus.docs
+                    and data.title_key(corpus.docs[c].title) != key]
             neg = rng.choice(band) if band else rng.choice(corpus.ids)
             if neg == q.positive:
                 continue
@@ -256,7 +259,7 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
     if reason != "cancelled":
         report.model_dir = str(export_encoder(model.to("cpu").eval(), tokenizer, out_dir, opts, stats, result.step))
         if opts.reindex:
-            report.notes.append(_reindex(library, opts.name, progress, cancelled))
+            report.notes.append(_reindex(library, Path(report.model_dir), progress, cancelled))
     report.seconds = round(time.monotonic() - started, 1)
     return report
 
@@ -272,16 +275,18 @@ def export_encoder(model, tokenizer, out_dir: Path, opts: EncoderOptions, stats:
                               extra=extra)
 
 
-def _reindex(library, name: str, progress, cancelled) -> str:
-    """Rebuild the library's index with the adapted encoder (the retrieval layer's builder)."""
+def _reindex(library, model_dir: Path, progress, cancelled) -> str:
+    """Rebuild the library's index with the adapted encoder in ``model_dir`` (the retrieval layer's builder)."""
     try:
         from assistant.inference.encoder import load_encoder
         from assistant.retrieval.index import build_index
     except ImportError as exc:
         return f"re-index skipped: retrieval/inference layer not available ({exc})"
-    encoder = load_encoder(name)
-    try:
-        build_index(library, encoder, progress=progress)
-    except TypeError:
-        build_index(library, encoder)
-    return f"re-indexed the library with encoder {name} (fingerprint {encoder.fingerprint})"
+    encoder = load_encoder(model_dir)
+
+    def on_index(p) -> None:  # IndexProgress -> the trainers' (done, total, message)
+        if progress:
+            progress(p.done, p.total, f"re-indexing ({p.stage}) {p.done}/{p.total}")
+
+    build_index(library, encoder, progress=on_index, cancelled=cancelled)
+    return f"re-indexed the library with encoder {encoder.name} (fingerprint {encoder.fingerprint})"

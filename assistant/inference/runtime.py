@@ -117,7 +117,7 @@ def create_session(
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         # no busy-waiting between calls: a GUI app must not burn a core while idle
-        opts.add_session_config_entry("session.intra_op.allow_spinning", os.environ.get("ASSISTANT_SPIN","0"))
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf/... types

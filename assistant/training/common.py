@@ -58,6 +58,32 @@ class TrainReport:
         return json.dumps(asdict(self), indent=2)
 
 
+@dataclass
+class RunSetup:
+    """Where a training run writes, and on what it runs (``start_run``)."""
+
+    out_dir: Path  # the exported ONNX model folder
+    work_dir: Path  # training set + checkpoints (a re-run resumes from here)
+    device: str
+    started: float  # time.monotonic() at the start
+
+
+def start_run(opts) -> RunSetup:
+    """The common start of every trainer: folders (default ``models_dir()/<name>`` and
+    ``models_dir()/.train/<name>``), device, torch threads and seeds from ``opts``
+    (``name``, ``out_dir``, ``work_dir``, ``device``, ``threads``, ``seed``)."""
+    from assistant.config import models_dir
+
+    out = Path(opts.out_dir).expanduser() if opts.out_dir else models_dir() / opts.name
+    work = Path(opts.work_dir).expanduser() if opts.work_dir else models_dir() / ".train" / opts.name
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    device = pick_device(opts.device)
+    set_threads(opts.threads)
+    seed_everything(opts.seed)
+    return RunSetup(out, work, device, started)
+
+
 def pick_device(device: str = "auto") -> str:
     """``auto`` → ``cuda`` when torch sees a GPU, else ``cpu``."""
     import torch
@@ -204,6 +230,28 @@ def load_checkpoint_state(work_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def resumable_state(opts: Any, work_dir: Path, data_keys: Iterable[str]) -> dict[str, Any] | None:
+    """The work dir's checkpoint state if ``opts.resume`` and it was made from the same
+    training set (``data_keys`` of the options); otherwise None (a fresh start, with a warning
+    when a checkpoint had to be ignored)."""
+    state = load_checkpoint_state(work_dir) if opts.resume else None
+    if state is None:
+        return None
+    wanted = json.loads(json.dumps(options_fingerprint(opts, data_keys)))  # tuples -> lists, as saved
+    if json.loads(json.dumps(state["extra"].get("data"))) != wanted:
+        log.warning("checkpoint in %s was made with other data options: starting afresh", work_dir)
+        return None
+    return state
+
+
+def restore_training(state: dict[str, Any], optimizer, scheduler) -> tuple[int, list[float]]:
+    """Load optimizer/scheduler/RNG state of a checkpoint; returns ``(step, loss history)``."""
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    restore_rng(state)
+    return int(state["step"]), list(state["extra"].get("losses", []))
 
 
 def restore_rng(state: dict[str, Any]) -> None:

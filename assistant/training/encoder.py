@@ -135,14 +135,6 @@ def query_triplets(corpus: data.Corpus, n: int, opts: EncoderOptions, rng: rando
     return out
 
 
-def _paths(opts: EncoderOptions) -> tuple[Path, Path]:
-    from assistant.config import models_dir
-
-    out = Path(opts.out_dir).expanduser() if opts.out_dir else models_dir() / opts.name
-    work = Path(opts.work_dir).expanduser() if opts.work_dir else models_dir() / ".train" / opts.name
-    return out, work
-
-
 def prepare_triplets(library, opts: EncoderOptions, work_dir: Path) -> tuple[list[dict], data.Corpus, dict]:
     blacklist = data.load_blacklist(opts.blacklist)
     corpus = data.corpus_from_library(library, blacklist)
@@ -190,12 +182,8 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
     from transformers import AutoModel, AutoTokenizer
 
     opts = options or EncoderOptions()
-    out_dir, work_dir = _paths(opts)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    device = common.pick_device(opts.device)
-    common.set_threads(opts.threads)
-    common.seed_everything(opts.seed)
+    run = common.start_run(opts)
+    out_dir, work_dir, device, started = run.out_dir, run.work_dir, run.device, run.started
     if progress:
         progress(0, 1, "building training pairs")
     rows, corpus, stats = prepare_triplets(library, opts, work_dir)
@@ -203,10 +191,7 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
         raise TrainingError("no training pair could be generated from this library")
     report = TrainReport(kind="encoder", work_dir=str(work_dir), examples=len(rows), device=device,
                          data_stats=stats)
-    state = common.load_checkpoint_state(work_dir) if opts.resume else None
-    if state is not None and state["extra"].get("data") != json.loads(json.dumps(
-            common.options_fingerprint(opts, DATA_KEYS))):
-        state = None
+    state = common.resumable_state(opts, work_dir, DATA_KEYS)
     src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
     model = AutoModel.from_pretrained(str(src), local_files_only=True).to(device)
     tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
@@ -223,10 +208,7 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
                                                  opts.freeze_embeddings)
     step, losses = 0, []
     if state is not None:
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        common.restore_rng(state)
-        step, losses = int(state["step"]), list(state["extra"].get("losses", []))
+        step, losses = common.restore_training(state, optimizer, scheduler)
         report.resumed_from_step = step
 
     def embed(texts: list[str]):

@@ -60,14 +60,6 @@ class RerankerOptions:
     export: bool = True
 
 
-def _paths(opts: RerankerOptions) -> tuple[Path, Path]:
-    from assistant.config import models_dir
-
-    out = Path(opts.out_dir).expanduser() if opts.out_dir else models_dir() / opts.name
-    work = Path(opts.work_dir).expanduser() if opts.work_dir else models_dir() / ".train" / opts.name
-    return out, work
-
-
 def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
                      progress: common.ProgressFn | None = None) -> tuple[list[dict], dict[int, data.DocRecord], dict]:
     """Generate (or reload) the listwise training set; returns examples, docs and stats."""
@@ -147,22 +139,15 @@ def train_reranker(library, options: RerankerOptions | None = None,
     import torch
 
     opts = options or RerankerOptions()
-    out_dir, work_dir = _paths(opts)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    device = common.pick_device(opts.device)
-    common.set_threads(opts.threads)
-    common.seed_everything(opts.seed)
+    run = common.start_run(opts)
+    out_dir, work_dir, device, started = run.out_dir, run.work_dir, run.device, run.started
     examples, docs, stats = prepare_examples(library, opts, work_dir, progress)
     if not examples:
         raise TrainingError("no training example could be generated from this library")
     report = TrainReport(kind="reranker", work_dir=str(work_dir), examples=len(examples),
                          device=device, data_stats=stats)
 
-    state = common.load_checkpoint_state(work_dir) if opts.resume else None
-    if state is not None and state["extra"].get("data") != common.options_fingerprint(opts, DATA_KEYS):
-        log.warning("checkpoint in %s was made with other data options: starting afresh", work_dir)
-        state = None
+    state = common.resumable_state(opts, work_dir, DATA_KEYS)
     src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
     model, tokenizer = _load_model(src)
     model.to(device)
@@ -179,11 +164,7 @@ def train_reranker(library, options: RerankerOptions | None = None,
     step = 0
     losses: list[float] = []
     if state is not None:
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        common.restore_rng(state)
-        step = int(state["step"])
-        losses = list(state["extra"].get("losses", []))
+        step, losses = common.restore_training(state, optimizer, scheduler)
         report.resumed_from_step = step
         log.info("resuming reranker training at step %d/%d from %s", step, total, work_dir)
 

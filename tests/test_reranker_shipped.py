@@ -40,3 +40,4 @@ def test_shipped_reranker_loads_and_scores(manifest):
             "Bird migration [SEP] Birds fly south in winter."]
     scores = model.score("learning to rank for web search", docs)
     assert scores.shape == (2,) and np.isfinite(scores).all()
+    assert scores[0] > scores[1] + 1.0  # the trained model prefers the on-topic paper clearly

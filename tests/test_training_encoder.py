@@ -69,8 +69,9 @@ def test_adapt_encoder_end_to_end_exports_a_loadable_encoder(sample_db, tmp_path
     opts = EncoderOptions(name="adapted-test", out_dir=str(tmp_path / "enc"), work_dir=str(tmp_path / "work"),
                           n_queries=16, batch_size=4, max_steps=2, max_length=96, reindex=False,
                           blacklist=str(tmp_path / "bl.txt"))
-    steps = []
-    report = adapt_encoder(lib, opts, progress=lambda d, t, m: steps.append(d))
+    steps, messages = [], []
+    report = adapt_encoder(lib, opts, progress=lambda d, t, m: (steps.append(d), messages.append(m)))
+    assert "mining hard negatives" in messages  # long mining is visible (and cancellable in the GUI)
     assert report.steps_done == 2 and report.model_dir
     assert report.data_stats["kinds"] and report.examples == 16
     manifest = json.loads((tmp_path / "enc" / "manifest.json").read_text())
@@ -84,3 +85,14 @@ def test_adapt_encoder_end_to_end_exports_a_loadable_encoder(sample_db, tmp_path
     assert vecs.shape == (3, manifest["dim"])
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-3)
     lib.close()
+
+
+def test_default_training_set_is_sized_to_the_caps():
+    from assistant.training.encoder import planned_pairs
+
+    assert planned_pairs(EncoderOptions(), 100_000) == 20000
+    assert planned_pairs(EncoderOptions(), 300) == 600
+    assert planned_pairs(EncoderOptions(max_steps=50, batch_size=16), 100_000) == 800
+    # a 15-minute CPU run mines ~4k pairs, not 20k (mining costs one prefilter query each)
+    assert planned_pairs(EncoderOptions(max_minutes=15), 100_000) == 3750
+    assert planned_pairs(EncoderOptions(max_minutes=15), 100_000, "cuda") == 20000

@@ -113,8 +113,9 @@ def graph_triplets(corpus: data.Corpus, opts: EncoderOptions, rng: random.Random
 
 
 def query_triplets(corpus: data.Corpus, n: int, opts: EncoderOptions, rng: random.Random,
-                   library=None) -> list[dict]:
-    """Pseudo-query triplets: query → its paper, hard negative from the prefilter's band."""
+                   library=None, progress: common.ProgressFn | None = None) -> list[dict]:
+    """Pseudo-query triplets: query → its paper, hard negative from the prefilter's band.
+    ``progress(done, total, message)`` is called after every 256 queries."""
     queries = [q for q in data.make_queries(corpus, n, rng) if q.kind != "citation"]
     candidates = data.prefilter_candidates(library, corpus)
     out: list[dict] = []
@@ -132,29 +133,51 @@ def query_triplets(corpus: data.Corpus, n: int, opts: EncoderOptions, rng: rando
                 continue
             out.append({"kind": q.kind, "q": q.text, "pos": q.positive, "neg": neg,
                         "drop": q.drop, "drop_title": q.drop_title})
+        if progress:
+            progress(min(start + 256, len(queries)), len(queries), "mining hard negatives")
     return out
 
 
-def prepare_triplets(library, opts: EncoderOptions, work_dir: Path) -> tuple[list[dict], data.Corpus, dict]:
+#: Training pairs one minute of training consumes (a bit above the ~190/min measured at 128 tokens
+#: on the 2-core VM, and a rough GPU figure): sizes the default training set to the time cap.
+PAIRS_PER_MINUTE = {"cpu": 250, "cuda": 8000}
+
+
+def planned_pairs(opts: EncoderOptions, usable_papers: int, device: str = "cpu") -> int:
+    """How many training pairs to mine when ``n_queries`` is not given: at most 20,000 and two
+    per usable paper, and no more than the step/time caps can use (mining costs one prefilter
+    query per pair, so a 15-minute run must not spend 40 minutes mining 20,000 of them)."""
+    n = min(20000, 2 * usable_papers)
+    if opts.max_steps:
+        n = min(n, opts.max_steps * opts.batch_size)
+    if opts.max_minutes:
+        n = min(n, int(opts.max_minutes * PAIRS_PER_MINUTE.get(device, PAIRS_PER_MINUTE["cpu"])))
+    return max(n, opts.batch_size)
+
+
+def prepare_triplets(library, opts: EncoderOptions, work_dir: Path, progress: common.ProgressFn | None = None,
+                     device: str = "cpu") -> tuple[list[dict], data.Corpus, dict]:
+    """The training set (graph + pseudo-query triplets), reused from ``work_dir`` when it was
+    mined with the same options and size."""
     blacklist = data.load_blacklist(opts.blacklist)
     corpus = data.corpus_from_library(library, blacklist)
     if len(corpus.docs) < 8:
         raise TrainingError(f"only {len(corpus.docs)} usable papers (title + abstract): import more papers")
     fingerprint = common.options_fingerprint(opts, DATA_KEYS)
     fingerprint = json.loads(json.dumps(fingerprint))  # tuples -> lists, as stored
+    n = opts.n_queries or planned_pairs(opts, len(corpus.docs), device)
     ex_path, meta_path = work_dir / common.EXAMPLES_FILE, work_dir / "data.json"
     if ex_path.is_file() and meta_path.is_file():
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("options") == fingerprint:
+        if meta.get("options") == fingerprint and meta.get("planned", n) == n:
             rows = [r for r in common.read_jsonl(ex_path)
                     if all(r.get(k) is None or r[k] in corpus.docs for k in ("anchor", "pos", "neg"))]
             return rows, corpus, meta["stats"]
     rng = random.Random(opts.seed)
-    n = opts.n_queries or min(20000, 2 * len(corpus.docs))
     rows = graph_triplets(corpus, opts, rng)
     rows = rows[:n]
     if len(rows) < n:  # thin graph: fill with in-library pseudo-queries
-        rows += query_triplets(corpus, n - len(rows), opts, rng, library)
+        rows += query_triplets(corpus, n - len(rows), opts, rng, library, progress)
     rng.shuffle(rows)
     kinds: dict[str, int] = {}
     for r in rows:
@@ -164,7 +187,8 @@ def prepare_triplets(library, opts: EncoderOptions, work_dir: Path) -> tuple[lis
              "excluded_blacklisted_or_eval": corpus.excluded_blacklisted}
     work_dir.mkdir(parents=True, exist_ok=True)
     common.write_jsonl(ex_path, rows)
-    meta_path.write_text(json.dumps({"options": fingerprint, "stats": stats}, indent=2), encoding="utf-8")
+    meta_path.write_text(json.dumps({"options": fingerprint, "planned": n, "stats": stats}, indent=2),
+                         encoding="utf-8")
     return rows, corpus, stats
 
 
@@ -186,7 +210,7 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
     out_dir, work_dir, device, started = run.out_dir, run.work_dir, run.device, run.started
     if progress:
         progress(0, 1, "building training pairs")
-    rows, corpus, stats = prepare_triplets(library, opts, work_dir)
+    rows, corpus, stats = prepare_triplets(library, opts, work_dir, progress, device)
     if not rows:
         raise TrainingError("no training pair could be generated from this library")
     report = TrainReport(kind="encoder", work_dir=str(work_dir), examples=len(rows), device=device,

@@ -337,11 +337,11 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
     win.show()
     with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS):
         win.start()
-    before = index_status(index_dir_for(db))["fingerprint"]
+    before = index_status(index_dir_for(db))
 
     options = EncoderOptions(name="adapted-gui-test", out_dir=str(tmp_path / "adapted"), work_dir=str(tmp_path / "work"),
-                             n_queries=16, batch_size=4, max_steps=2, max_length=64,
-                             blacklist=str(tmp_path / "blacklist.txt"))
+                             n_queries=16, batch_size=4, max_steps=2,
+                             blacklist=str(tmp_path / "blacklist.txt"))  # max_length: the index's
     ready, errors = [], []
     win.engine_ready.connect(ready.append)
     win.error_shown.connect(errors.append)
@@ -350,7 +350,8 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
     assert not errors, errors
 
     meta = index_status(index_dir_for(db))
-    assert meta["encoder"] == "adapted-gui-test" and meta["fingerprint"] != before
+    assert meta["encoder"] == "adapted-gui-test" and meta["fingerprint"] != before["fingerprint"]
+    assert meta["max_length"] == before["max_length"] == 128  # trained and re-indexed at the index's length
     assert win.settings.encoder == "adapted-gui-test"
     assert "Adapted encoder 'adapted-gui-test'" in win.status_label.text()
     result = win.engine.recommend("neural ranking models for ad hoc retrieval")

@@ -99,10 +99,12 @@ def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes
 @click.command("encoder")
 @_common_options
 @click.option("--base", "base", default=None, help="Base encoder weights ('minilm' or a folder).")
+@click.option("--max-length", type=int, default=None,
+              help="Tokens per text in training and in the exported model (default: the library index's, 128).")
 @click.option("--no-reindex", is_flag=True, help="Do not rebuild the library's index afterwards.")
 @click.pass_context
 def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, batch, lr,
-                  epochs, seed, device, threads, no_resume, blacklist, base, no_reindex):
+                  epochs, seed, device, threads, no_resume, blacklist, base, max_length, no_reindex):
     """Adapt the bi-encoder to the library (citation graph + pseudo-queries, InfoNCE); re-export and re-index."""
     from assistant.cli import resolve_db_path
     from assistant.library.store import Library
@@ -112,7 +114,7 @@ def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes,
     opts = EncoderOptions()
     _apply(opts, out_dir=out_dir, name=name, work_dir=work_dir, max_steps=max_steps, max_minutes=max_minutes,
            n_queries=n_queries, batch_size=batch, lr=lr, epochs=epochs, seed=seed, device=device,
-           threads=threads, blacklist=blacklist, base_model=base)
+           threads=threads, blacklist=blacklist, base_model=base, max_length=max_length)
     opts.resume = not no_resume
     opts.reindex = not no_reindex
     db = resolve_db_path(ctx, db_path)

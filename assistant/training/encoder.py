@@ -20,7 +20,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +43,7 @@ class EncoderOptions:
     pos_ranks: tuple[int, int] = (1, 4)  # graph neighbours at ranks [1, 4) (rank 0 = nearest, skipped)
     neg_ranks: tuple[int, int] = (12, 40)  # far band; pos_ranks[1] + margin <= neg_ranks[0]
     min_margin: int = 5
-    max_length: int = 256
+    max_length: int | None = None  # None: the library index's length (128 by default), so re-indexing matches
     batch_size: int = 16
     epochs: float = 1.0
     lr: float = 2e-5
@@ -208,6 +208,8 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
     opts = options or EncoderOptions()
     run = common.start_run(opts)
     out_dir, work_dir, device, started = run.out_dir, run.work_dir, run.device, run.started
+    if opts.max_length is None:
+        opts = replace(opts, max_length=_index_max_length(library))
     if progress:
         progress(0, 1, "building training pairs")
     rows, corpus, stats = prepare_triplets(library, opts, work_dir, progress, device)
@@ -279,6 +281,15 @@ def export_encoder(model, tokenizer, out_dir: Path, opts: EncoderOptions, stats:
                               max_length=opts.max_length, quantize=opts.quantize, name=opts.name,
                               source=f"adapted from {opts.base_model} on {stats.get('usable_papers')} papers",
                               extra=extra)
+
+
+def _index_max_length(library) -> int:
+    """Tokens per paper of the library's current index (the retrieval default when unindexed)."""
+    from assistant.config import index_dir_for
+    from assistant.retrieval.index import DEFAULT_MAX_LENGTH, index_status
+
+    meta = index_status(index_dir_for(library.path)) if getattr(library, "path", None) else {}
+    return int(meta.get("max_length") or DEFAULT_MAX_LENGTH)
 
 
 def _reindex(library, model_dir: Path, progress, cancelled) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -127,8 +127,6 @@ class Engine:
     def _warm_up(self) -> None:
         """One tiny query so the lazily loaded stages (reranker, intent model) load now, not on the
         user's first request."""
-        from dataclasses import replace
-
         try:
             config = replace(self._recommender.config, k=1)
             self._recommender.recommend("citation recommendation warm-up query", config=config)
@@ -162,9 +160,8 @@ class Engine:
         from assistant.training.encoder import EncoderOptions, adapt_encoder
 
         opts = options or EncoderOptions(max_minutes=15.0)
-        if options is None or opts.device == "auto":
-            opts.device = self.settings.device or "auto"
-        opts.reindex = True
+        device = (self.settings.device or "auto") if opts.device == "auto" else opts.device
+        opts = replace(opts, device=device, reindex=True)  # the caller's options stay as they were
 
         report = _progress_adapter(progress, cancelled, "adaptation", "Adapting the encoder…")
         with self._lock:
@@ -215,8 +212,6 @@ class Engine:
         from assistant.retrieval.pipeline import PipelineConfig
 
         base = self.recommender.config if self._recommender is not None else PipelineConfig()
-        from dataclasses import replace
-
         return replace(base)
 
     def import_files(self, paths: list[Path], progress: Progress = _noop, cancelled: CancelFn = _never):

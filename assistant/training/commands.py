@@ -54,6 +54,25 @@ def _apply(opts, **values) -> None:
             setattr(opts, key, value)
 
 
+def _train_on_library(ctx, db_path, train, opts) -> None:
+    """Open the library, run ``train(library, opts, progress=...)``, print its report as JSON."""
+    from assistant.cli import resolve_db_path
+    from assistant.library.store import Library
+    from assistant.training.common import TrainingError
+
+    db = resolve_db_path(ctx, db_path)
+    if not db.exists():
+        raise click.ClickException(f"library {db} does not exist: import papers first")
+    library = Library(db)
+    try:
+        report = train(library, opts, progress=_progress_printer())
+    except TrainingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        library.close()
+    click.echo(report.to_json())
+
+
 @click.command("reranker")
 @_common_options
 @click.option("--max-length", type=int, default=None, help="Tokens per (query, document) pair.")
@@ -70,9 +89,6 @@ def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes
                    epochs, seed, device, threads, no_resume, blacklist, max_length, n_hard, n_random,
                    negatives, group_negatives, freeze_layers, head_lr, no_quantize):
     """Train a cross-encoder reranker on the library's own (pseudo-)queries; export ONNX."""
-    from assistant.cli import resolve_db_path
-    from assistant.library.store import Library
-    from assistant.training.common import TrainingError
     from assistant.training.reranker import RerankerOptions
     from assistant.training.reranker import train_reranker as run
 
@@ -83,17 +99,7 @@ def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes
            negatives=negatives, group_negatives=group_negatives, freeze_layers=freeze_layers, head_lr=head_lr)
     opts.resume = not no_resume
     opts.quantize = not no_quantize
-    db = resolve_db_path(ctx, db_path)
-    if not db.exists():
-        raise click.ClickException(f"library {db} does not exist: import papers first")
-    library = Library(db)
-    try:
-        report = run(library, opts, progress=_progress_printer())
-    except TrainingError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        library.close()
-    click.echo(report.to_json())
+    _train_on_library(ctx, db_path, run, opts)
 
 
 @click.command("encoder")
@@ -106,9 +112,6 @@ def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes
 def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, batch, lr,
                   epochs, seed, device, threads, no_resume, blacklist, base, max_length, no_reindex):
     """Adapt the bi-encoder to the library (citation graph + pseudo-queries, InfoNCE); re-export and re-index."""
-    from assistant.cli import resolve_db_path
-    from assistant.library.store import Library
-    from assistant.training.common import TrainingError
     from assistant.training.encoder import EncoderOptions, adapt_encoder
 
     opts = EncoderOptions()
@@ -117,14 +120,4 @@ def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes,
            threads=threads, blacklist=blacklist, base_model=base, max_length=max_length)
     opts.resume = not no_resume
     opts.reindex = not no_reindex
-    db = resolve_db_path(ctx, db_path)
-    if not db.exists():
-        raise click.ClickException(f"library {db} does not exist: import papers first")
-    library = Library(db)
-    try:
-        report = adapt_encoder(library, opts, progress=_progress_printer())
-    except TrainingError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        library.close()
-    click.echo(report.to_json())
+    _train_on_library(ctx, db_path, adapt_encoder, opts)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import time
@@ -252,6 +253,31 @@ def restore_training(state: dict[str, Any], optimizer, scheduler) -> tuple[int, 
     scheduler.load_state_dict(state["scheduler"])
     restore_rng(state)
     return int(state["step"]), list(state["extra"].get("losses", []))
+
+
+def plan_steps(n_examples: int, batch: int, epochs: float, max_steps: int | None,
+               state: dict[str, Any] | None) -> tuple[int, int]:
+    """``(steps_per_epoch, total_steps)`` of a run; a resumed run keeps its checkpoint's total
+    (so its learning-rate schedule continues unchanged)."""
+    steps_per_epoch = math.ceil(n_examples / batch)
+    total = max(1, math.ceil(steps_per_epoch * epochs))
+    if max_steps:
+        total = min(total, max_steps)
+    if state is not None:
+        total = state["extra"].get("total_steps", total)
+    return steps_per_epoch, total
+
+
+def record_result(report: TrainReport, result: "LoopResult", total: int, steps_per_epoch: int,
+                  epochs: float, batch: int, n_examples: int) -> None:
+    """Copy a finished ``train_loop`` into ``report`` (a step cap that covers every planned
+    epoch counts as ``completed``)."""
+    reason = result.reason
+    if reason == "max_steps" and result.step >= steps_per_epoch * epochs:
+        reason = "completed"
+    report.stopped_reason, report.steps_done, report.total_steps = reason, result.step, total
+    report.loss_history, report.final_loss = result.losses, (result.losses[-1] if result.losses else None)
+    report.epochs = round(result.step * batch / n_examples, 3)
 
 
 def restore_rng(state: dict[str, Any]) -> None:

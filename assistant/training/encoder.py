@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import random
 import time
 from dataclasses import asdict, dataclass, replace
@@ -223,12 +222,7 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
     tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
 
     batch = min(opts.batch_size, len(rows))
-    steps_per_epoch = math.ceil(len(rows) / batch)
-    total = max(1, math.ceil(steps_per_epoch * opts.epochs))
-    if opts.max_steps:
-        total = min(total, opts.max_steps)
-    if state is not None:
-        total = state["extra"].get("total_steps", total)
+    steps_per_epoch, total = common.plan_steps(len(rows), batch, opts.epochs, opts.max_steps, state)
     common.freeze_bottom_layers(model, opts.freeze_layers)
     optimizer, scheduler = common.make_optimizer(model, opts.lr, opts.weight_decay, total, opts.warmup,
                                                  opts.freeze_embeddings)
@@ -258,13 +252,8 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
     result = common.train_loop(model, tokenizer, optimizer, scheduler, work_dir, loss_fn, len(rows), batch,
                                opts.seed, total, step, losses, Budget(total, opts.max_minutes, cancelled),
                                extra, opts.checkpoint_every, opts.checkpoint_minutes, progress)
-    reason = result.reason
-    if reason == "max_steps" and result.step >= steps_per_epoch * opts.epochs:
-        reason = "completed"
-    report.stopped_reason, report.steps_done, report.total_steps = reason, result.step, total
-    report.loss_history, report.final_loss = result.losses, (result.losses[-1] if result.losses else None)
-    report.epochs = round(result.step * batch / len(rows), 3)
-    if reason != "cancelled":
+    common.record_result(report, result, total, steps_per_epoch, opts.epochs, batch, len(rows))
+    if report.stopped_reason != "cancelled":
         report.model_dir = str(export_encoder(model.to("cpu").eval(), tokenizer, out_dir, opts, stats, result.step))
         if opts.reindex:
             report.notes.append(_reindex(library, Path(report.model_dir), progress, cancelled))

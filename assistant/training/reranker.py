@@ -60,10 +60,10 @@ class RerankerOptions:
 
 
 def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
-                     progress: common.ProgressFn | None = None) -> tuple[list[dict], dict[int, data.DocRecord], dict]:
-    """Generate (or reload) the listwise training set; returns examples, docs and stats."""
-    import json
-
+                     progress: common.ProgressFn | None = None
+                     ) -> tuple[list[dict], dict[int, data.DocRecord], dict, dict]:
+    """Generate (or reload) the listwise training set; returns examples, docs, stats and the
+    training set's fingerprint (options + library state)."""
     blacklist = data.load_blacklist(opts.blacklist)
     if progress:
         progress(0, 1, "reading the library")
@@ -72,16 +72,10 @@ def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
         raise TrainingError(
             f"only {len(corpus.docs)} usable papers (title + abstract of >= 80 characters, not "
             "blacklisted): import more papers before training")
-    meta_path = work_dir / "data.json"
-    ex_path = work_dir / common.EXAMPLES_FILE
-    fingerprint = common.options_fingerprint(opts, DATA_KEYS)
-    if ex_path.is_file() and meta_path.is_file():
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("options") == fingerprint:
-            examples = [e for e in common.read_jsonl(ex_path)
-                        if e["pos"] in corpus.docs and all(n in corpus.docs for n in e["negs"])]
-            return examples, corpus.docs, meta["stats"]
-        log.info("training-set options changed: regenerating %s", ex_path)
+    fingerprint = common.training_set_fingerprint(opts, DATA_KEYS, corpus)
+    stored = common.load_training_set(work_dir, fingerprint)
+    if stored is not None:
+        return stored[0], corpus.docs, stored[1], fingerprint
     rng = random.Random(opts.seed)
     n_queries = opts.n_queries or min(20000, 2 * len(corpus.docs))
     queries = data.make_queries(corpus, n_queries, rng)
@@ -99,10 +93,8 @@ def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
         "citation_pairs": len(corpus.citations),
         "prefilter_positive_in_top_depth": round(len(ranks) / max(1, len(examples)), 3),
     }
-    work_dir.mkdir(parents=True, exist_ok=True)
-    common.write_jsonl(ex_path, examples)
-    meta_path.write_text(json.dumps({"options": fingerprint, "stats": stats}, indent=2), encoding="utf-8")
-    return examples, corpus.docs, stats
+    common.save_training_set(work_dir, examples, fingerprint, stats)
+    return examples, corpus.docs, stats, fingerprint
 
 
 def _group_texts(example: dict, docs: dict[int, data.DocRecord], n_negs: int | None = None) -> tuple[str, list[str]]:
@@ -140,13 +132,13 @@ def train_reranker(library, options: RerankerOptions | None = None,
     opts = options or RerankerOptions()
     run = common.start_run(opts)
     out_dir, work_dir, device, started = run.out_dir, run.work_dir, run.device, run.started
-    examples, docs, stats = prepare_examples(library, opts, work_dir, progress)
+    examples, docs, stats, fingerprint = prepare_examples(library, opts, work_dir, progress)
     if not examples:
         raise TrainingError("no training example could be generated from this library")
     report = TrainReport(kind="reranker", work_dir=str(work_dir), examples=len(examples),
                          device=device, data_stats=stats)
 
-    state = common.resumable_state(opts, work_dir, DATA_KEYS)
+    state = common.resumable_state(opts, work_dir, fingerprint)
     src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
     model, tokenizer = _load_model(src)
     model.to(device)
@@ -178,7 +170,7 @@ def train_reranker(library, options: RerankerOptions | None = None,
         target = torch.zeros(len(batch_idx), dtype=torch.long, device=device)
         return torch.nn.functional.cross_entropy(logits, target)
 
-    extra = {"data": common.options_fingerprint(opts, DATA_KEYS), "total_steps": total,
+    extra = {"data": fingerprint, "total_steps": total,
              "options": asdict(opts)}
     result = common.train_loop(model, tokenizer, optimizer, scheduler, work_dir, loss_fn, len(examples),
                                opts.batch_queries, opts.seed, total, step, losses,

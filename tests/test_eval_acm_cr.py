@@ -4,6 +4,7 @@ re-checked from the written TREC run files, blacklist handling, CLI."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import shutil
 import xml.etree.ElementTree as ET
 
@@ -101,3 +102,28 @@ def test_cli_json(setup, tmp_path):
     data = json.loads(out.stdout)
     assert set(data["levels"]) == {"paragraph"} and set(data["levels"]["paragraph"]["plain"]) == {"bm25", "dense", "fused"}
     assert any(f.endswith("paragraph-plain-fused.run") for f in data["run_files"])
+
+
+def test_cli_fusion_overrides_reach_the_pipeline(setup, tmp_path):
+    """--dense-weight 1 makes the fused ranking the dense one, 0 the BM25 one."""
+    papers, lib, _ = setup
+    from assistant.cli import main
+    from assistant.evaluation.metrics import read_trec_run
+
+    def run(weight: str, runs: Path) -> dict:
+        out = CliRunner().invoke(main, ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--level", "sentence",
+                                        "--variant", "plain", "--dense-weight", weight, "--depth", "150",
+                                        "--runs", str(runs), "--json"])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.stdout)
+
+    data = run("1", tmp_path / "w1")
+    assert data["config"]["dense_weight"] == 1.0 and data["config"]["depth"] == 150
+    fused, dense = (read_trec_run(tmp_path / "w1" / f"sentence-plain-{s}.run") for s in ("fused", "dense"))
+    assert fused and fused == dense
+    run("0", tmp_path / "w0")
+    fused, bm25 = (read_trec_run(tmp_path / "w0" / f"sentence-plain-{s}.run") for s in ("fused", "bm25"))
+    assert fused.keys() == bm25.keys() and all(fused[q][:len(bm25[q])] == bm25[q] for q in bm25)
+    assert fused != dense  # the two weights gave different fused rankings
+    bad = CliRunner().invoke(main, ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--dense-weight", "1.5"])
+    assert bad.exit_code == 2 and "--dense-weight" in bad.output

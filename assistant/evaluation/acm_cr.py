@@ -160,6 +160,12 @@ def format_table(result: dict) -> str:
               help="plain = passage only (the published protocol); enhanced = + title/abstract/neighbours.")
 @click.option("--reranker", default=None, help="Cross-encoder folder/name: adds the reranked stage.")
 @click.option("--fusion", type=click.Choice(["weighted", "rrf"]), default=None)
+@click.option("--dense-weight", type=click.FloatRange(0, 1), default=None,
+              help="Weight of the dense run in the fusion (default: the pipeline's tuned value).")
+@click.option("--depth", type=click.IntRange(100), default=None,
+              help="Candidates taken from each side before fusion (default: the pipeline's).")
+@click.option("--rerank-weight", type=click.FloatRange(0, 1), default=None,
+              help="With --reranker: final = w * z(rerank) + (1 - w) * z(fused) (default 1: rerank only).")
 @click.option("--blacklist", type=click.Path(exists=True, dir_okay=False), default=None,
               help="DOIs excluded from candidates (default: blacklist.txt next to PAPERS_DIR).")
 @click.option("--runs", "run_dir", type=click.Path(file_okay=False), default=None,
@@ -168,7 +174,8 @@ def format_table(result: dict) -> str:
 @click.option("--covered-only", is_flag=True, help="Only candidates that already have a vector (partial index).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def eval_acm_cr(ctx, papers_dir, db, level, variant, reranker, fusion, blacklist, run_dir, limit, covered_only, as_json):
+def eval_acm_cr(ctx, papers_dir, db, level, variant, reranker, fusion, dense_weight, depth, rerank_weight, blacklist,
+                run_dir, limit, covered_only, as_json):
     """Evaluate recommendation on ACM-CR citing papers (PAPERS_DIR/<venue>/<id>.xml|.dois)."""
     from assistant.cli import resolve_db_path
     from assistant.config import index_dir_for
@@ -182,8 +189,8 @@ def eval_acm_cr(ctx, papers_dir, db, level, variant, reranker, fusion, blacklist
     levels = LEVELS if level == "both" else (level,)
     variants = VARIANTS if variant == "both" else (variant,)
     config = PipelineConfig(reranker=reranker, use_intent=False)
-    if fusion:
-        config = replace(config, fusion=fusion)
+    overrides = {"fusion": fusion, "dense_weight": dense_weight, "depth": depth, "rerank_weight": rerank_weight}
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
     library = Library(path)
     try:
         result = evaluate_acm_cr(papers_dir, library, config, levels, variants=variants, blacklist=blacklist,

@@ -14,7 +14,7 @@ from pathlib import Path
 import bibtexparser
 from bibtexparser.model import DuplicateBlockKeyBlock, Entry, ParsingFailedBlock
 
-from assistant.library.importers.common import ParsedFile, ParsedRecord, read_text
+from assistant.library.importers.common import ParsedFile, ParsedRecord, parse_text_file
 from assistant.library.models import ImportIssue, Paper
 from assistant.library.normalize import (
     clean_text,
@@ -149,10 +149,4 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
 
 def parse_bibtex_file(path: str | Path) -> ParsedFile:
     """Read and parse one ``.bib`` file (raises ``ImportFileError`` for unreadable files)."""
-    path = Path(path)
-    issues: list[ImportIssue] = []
-    text = read_text(path, issues)
-    result = parse_bibtex_text(text, str(path))
-    result.issues[:0] = issues
-    result.nbytes = path.stat().st_size
-    return result
+    return parse_text_file(path, parse_bibtex_text)

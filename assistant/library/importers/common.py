@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,3 +69,14 @@ def read_text(path: Path, issues: list[ImportIssue] | None = None) -> str:
                                                            f"decoded as {enc}", "warning"))
             return text
         raise ImportFileError("cannot decode file as UTF-8 or Latin-1") from exc  # pragma: no cover
+
+
+def parse_text_file(path: str | Path, parse_text: Callable[[str, str], ParsedFile]) -> ParsedFile:
+    """Read ``path`` with :func:`read_text` and parse it with ``parse_text(text, source)``; decoding
+    warnings come first among the issues. Raises ``ImportFileError`` for unreadable files."""
+    path = Path(path)
+    issues: list[ImportIssue] = []
+    result = parse_text(read_text(path, issues), str(path))
+    result.issues[:0] = issues
+    result.nbytes = path.stat().st_size
+    return result

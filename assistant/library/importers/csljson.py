@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assistant.library.importers.common import ImportFileError, ParsedFile, ParsedRecord, read_text
+from assistant.library.importers.common import ImportFileError, ParsedFile, ParsedRecord, parse_text_file
 from assistant.library.models import ImportIssue, Paper
 from assistant.library.normalize import (
     clean_text,
@@ -128,9 +128,5 @@ def parse_csljson_text(text: str, source: str) -> ParsedFile:
 
 
 def parse_csljson_file(path: str | Path) -> ParsedFile:
-    path = Path(path)
-    issues: list[ImportIssue] = []
-    result = parse_csljson_text(read_text(path, issues), str(path))
-    result.issues[:0] = issues
-    result.nbytes = path.stat().st_size
-    return result
+    """Read and parse one CSL-JSON file (raises ``ImportFileError`` for unreadable files)."""
+    return parse_text_file(path, parse_csljson_text)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import rispy
 
-from assistant.library.importers.common import ImportFileError, ParsedFile, ParsedRecord, read_text
+from assistant.library.importers.common import ImportFileError, ParsedFile, ParsedRecord, parse_text_file
 from assistant.library.models import ImportIssue, Paper
 from assistant.library.normalize import (
     clean_text,
@@ -129,9 +129,5 @@ def parse_ris_text(text: str, source: str) -> ParsedFile:
 
 
 def parse_ris_file(path: str | Path) -> ParsedFile:
-    path = Path(path)
-    issues: list[ImportIssue] = []
-    result = parse_ris_text(read_text(path, issues), str(path))
-    result.issues[:0] = issues
-    result.nbytes = path.stat().st_size
-    return result
+    """Read and parse one RIS file (raises ``ImportFileError`` for unreadable files)."""
+    return parse_text_file(path, parse_ris_text)

@@ -125,3 +125,14 @@ def test_a_changed_library_starts_afresh_instead_of_resuming(sample_db, tmp_path
     assert after["library"] != before["library"] and {**after, "library": 0} == {**before, "library": 0}
     assert not second.resumed_from_step and second.steps_done == 3
     lib.close()
+
+
+def test_corpus_signature_follows_every_input_of_the_training_set():
+    def corpus(keywords=("retrieval",), abstract="An abstract.", context="As shown in [3]."):
+        docs = {1: data.DocRecord(1, "A title", abstract, list(keywords)), 2: data.DocRecord(2, "B", "Other.", [])}
+        return data.Corpus(docs, [Citation(citing_id=2, cited_id=1, context=context)])
+
+    base = corpus().signature()
+    assert base == corpus().signature()
+    assert len({base, corpus(keywords=("ranking",)).signature(), corpus(abstract="Changed.").signature(),
+                corpus(context="See [4].").signature()}) == 4

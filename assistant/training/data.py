@@ -103,12 +103,13 @@ class Corpus:
         return list(self.docs)
 
     def signature(self) -> str:
-        """A short hash of the usable papers (id, title, abstract) and the citation pairs: any
-        change to the library that would change the training set changes it."""
+        """A short hash of the usable papers (id, title, abstract, keywords) and the citation
+        pairs: any change to the library that would change the training set changes it."""
         h = hashlib.sha1()
         for pid in sorted(self.docs):
             doc = self.docs[pid]
-            h.update(f"{pid}\x1f{doc.title}\x1f{doc.abstract}\x1e".encode("utf-8", "replace"))
+            record = f"{pid}\x1f{doc.title}\x1f{doc.abstract}\x1f{'; '.join(doc.keywords)}\x1e"
+            h.update(record.encode("utf-8", "replace"))
         for citing, cited, context in sorted((c.citing_id, c.cited_id, c.context) for c in self.citations):
             h.update(f"{citing}>{cited}\x1f{context}\x1e".encode("utf-8", "replace"))
         return h.hexdigest()[:16]

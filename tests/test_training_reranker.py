@@ -128,11 +128,11 @@ def test_a_changed_library_starts_afresh_instead_of_resuming(sample_db, tmp_path
 
 
 def test_corpus_signature_follows_every_input_of_the_training_set():
-    def corpus(keywords=("retrieval",), abstract="An abstract.", context="As shown in [3]."):
-        docs = {1: data.DocRecord(1, "A title", abstract, list(keywords)), 2: data.DocRecord(2, "B", "Other.", [])}
+    def corpus(keywords=("retrieval",), abstract="An abstract.", context="As shown in [3].", title="A title"):
+        docs = {1: data.DocRecord(1, title, abstract, list(keywords)), 2: data.DocRecord(2, "B", "Other.", [])}
         return data.Corpus(docs, [Citation(citing_id=2, cited_id=1, context=context)])
 
     base = corpus().signature()
     assert base == corpus().signature()
     assert len({base, corpus(keywords=("ranking",)).signature(), corpus(abstract="Changed.").signature(),
-                corpus(context="See [4].").signature()}) == 4
+                corpus(context="See [4].").signature(), corpus(title="Another title").signature()}) == 5

@@ -83,6 +83,23 @@ def test_exported_graph_uses_fused_attention_without_nan_guards(encoder):
     assert manifest["fused_ops"].get("Attention") == 6  # one per MiniLM layer
     ops = {node.op_type for node in onnx.load(str(encoder.manifest.path / "model.int8.onnx")).graph.node}
     assert "QAttention" in ops and "IsNaN" not in ops and "Softmax" not in ops
+    # onnxruntime's CPU SkipLayerNormalization is ~5x slower than Add + LayerNormalization
+    assert "SkipLayerNormalization" not in ops and manifest["fused_ops"].get("LayerNormalization") == 12
+    assert manifest["fused_ops"].get("FastGelu") == 6  # within 1e-3 of the export, so kept
+
+
+def test_cpu_sessions_do_not_refuse_skip_layernorm(encoder, tmp_path):
+    """The runtime must not undo the export's choice (onnxruntime would fuse Add + LayerNorm again)."""
+    import onnx
+
+    from assistant.inference.runtime import create_session
+
+    ran = tmp_path / "as-run.onnx"
+    session, info = create_session(encoder.manifest.path / "model.int8.onnx", "cpu", threads=1,
+                                   optimized_model_path=ran)
+    assert info.device == "cpu"
+    ops = {node.op_type for node in onnx.load(str(ran)).graph.node}
+    assert "SkipLayerNormalization" not in ops and "LayerNormalization" in ops
 
 
 def test_strip_nan_guards_rewires_consumers(tmp_path):

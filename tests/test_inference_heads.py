@@ -199,3 +199,33 @@ def test_an_int8_file_that_breaks_the_model_is_not_shipped(tmp_path, tokenizer, 
     assert set(manifest["files"]) == {"fp32"} and "int8_rejected" in manifest
     assert not (folder / "model.int8.onnx").exists()
     assert load_encoder(folder).info.precision == "fp32"  # the CPU default falls back to fp32
+
+
+def test_gelu_approximation_is_dropped_when_it_moves_the_outputs(tmp_path, tokenizer, monkeypatch):
+    """FastGelu is kept only within 1e-3 of the export; otherwise exact GELU, then no fusion."""
+    import onnx
+
+    from assistant.inference import export
+
+    real = export._max_difference
+    calls = []
+
+    def strict(path_a, path_b, model, names):
+        ops = {node.op_type for node in onnx.load(str(path_b)).graph.node}
+        calls.append(ops)
+        return 1.0 if "FastGelu" in ops else real(path_a, path_b, model, names)
+
+    monkeypatch.setattr(export, "_max_difference", strict)
+    torch.manual_seed(5)
+    folder = export_transformer(transformers.BertModel(_tiny_config(1)).eval(), tokenizer, tmp_path / "enc",
+                                "encoder", pooling="mean", max_length=32, quantize=False)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert len(calls) == 2 and "FastGelu" in calls[0] and "FastGelu" not in calls[1]
+    assert manifest["optimized"] and "FastGelu" not in manifest["fused_ops"]
+    assert "SkipLayerNormalization" not in manifest["fused_ops"]
+
+    monkeypatch.setattr(export, "_max_difference", lambda *args: 1.0)  # every fusion moves the outputs
+    folder = export_transformer(transformers.BertModel(_tiny_config(1)).eval(), tokenizer, tmp_path / "plain",
+                                "encoder", pooling="mean", max_length=32, quantize=False)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert not manifest["optimized"] and manifest["fused_ops"] == {}

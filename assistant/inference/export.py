@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from assistant.inference.fusable import classic_attention, strip_nan_guards
+from assistant.inference.fusable import classic_attention, fuse_graph, strip_nan_guards
 from assistant.inference.runtime import FP32_FILE, INT8_FILE
 
 log = logging.getLogger(__name__)
@@ -179,29 +179,6 @@ def _eager_attention(hf):
             hf.set_attn_implementation(previous)
 
 
-def _optimize(src: Path, dst: Path, model) -> dict[str, int] | None:
-    """Fuse attention/LayerNorm/GELU with onnxruntime's transformer optimizer (BERT-like only).
-
-    Returns the fused-operator counts, or None when the graph was not optimised.
-    """
-    mtype = getattr(getattr(model, "config", None), "model_type", "")
-    if mtype not in ("bert", "roberta", "distilbert", "xlm-roberta", "electra", "mpnet"):
-        return None
-    try:
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        cfg = model.config
-        opt = optimize_model(str(src), model_type="bert", num_heads=int(cfg.num_attention_heads),
-                             hidden_size=int(cfg.hidden_size))
-        opt.save_model_to_file(str(dst))
-        fused = {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
-        log.debug("fused operators: %s", fused)
-        return fused
-    except Exception as exc:  # optimisation is an optional speed-up
-        log.warning("ONNX graph optimisation skipped: %s", exc)
-        return None
-
-
 def _paired_outputs(path_a: Path, path_b: Path, model, names: list[str]):
     """Outputs of two ONNX files on the same random padded batches."""
     import numpy as np
@@ -322,13 +299,9 @@ def export_transformer(
         _export_onnx(torch_model, kind, pooling, raw, use_types)
         inputs = ["input_ids", "attention_mask"] + (["token_type_ids"] if use_types else [])
         with quiet_logs():
-            fused = _optimize(raw, fp32, torch_model) if optimize else None
+            fused = fuse_graph(raw, fp32, torch_model,
+                               lambda a, b: _max_difference(a, b, torch_model, inputs)) if optimize else None
         optimized = fused is not None
-        if optimized:
-            diff = _max_difference(raw, fp32, torch_model, inputs)
-            if diff > 1e-3:  # a fusion that changes results is worse than no fusion
-                log.warning("fused graph differs from the export by %.2g: keeping the plain graph", diff)
-                optimized = False
         if not optimized:
             os.replace(raw, fp32)
         raw.unlink(missing_ok=True)

@@ -12,7 +12,7 @@ optimizer matches: an additive ``(1 - mask) * -10000`` key mask and
 path for any row with at least one real token (every tokenised input has ``[CLS]``), and
 ``export_transformer`` checks the fused graph against the plain one before keeping it.
 ``strip_nan_guards`` removes any guard that still appears (architectures the swap does
-not cover).
+not cover). ``fuse_graph`` then runs the optimizer with the fusions that pay on the CPU.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import logging
 import math
 import types
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -134,3 +135,55 @@ def strip_nan_guards(path: Path) -> int:
             graph.node.remove(node)
     onnx.save(model, str(path))
     return len(removed)
+
+
+def optimize_graph(src: Path, dst: Path, model, approximate_gelu: bool = True) -> dict[str, int] | None:
+    """Fuse attention/GELU/embeddings with onnxruntime's transformer optimizer (BERT-like only).
+
+    Two choices measured on the 2-core CPU (models/BENCHMARKS.md, encode, session 4):
+    residual Add + LayerNormalization stay separate (onnxruntime's CPU
+    ``SkipLayerNormalization`` kernel took 5x longer than Add + LayerNormalization: ~12%
+    of an int8 MiniLM forward pass), and with ``approximate_gelu`` GELU becomes the tanh
+    approximation ``FastGelu`` (cosine to PyTorch still >= 0.99999). Returns the
+    fused-operator counts, or None when the graph was not optimised.
+    """
+    mtype = getattr(getattr(model, "config", None), "model_type", "")
+    if mtype not in ("bert", "roberta", "distilbert", "xlm-roberta", "electra", "mpnet"):
+        return None
+    try:
+        from onnxruntime.transformers.fusion_options import FusionOptions
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        cfg = model.config
+        options = FusionOptions("bert")
+        options.enable_skip_layer_norm = False
+        options.enable_gelu_approximation = approximate_gelu
+        opt = optimize_model(str(src), model_type="bert", num_heads=int(cfg.num_attention_heads),
+                             hidden_size=int(cfg.hidden_size), optimization_options=options)
+        opt.save_model_to_file(str(dst))
+        fused = {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
+        log.debug("fused operators: %s", fused)
+        return fused
+    except Exception as exc:  # optimisation is an optional speed-up
+        log.warning("ONNX graph optimisation skipped: %s", exc)
+        return None
+
+
+def fuse_graph(raw: Path, fused_path: Path, model, difference: Callable[[Path, Path], float],
+               tolerance: float = 1e-3) -> dict[str, int] | None:
+    """Write the fused graph of ``raw`` to ``fused_path`` if it reproduces the export; else None.
+
+    ``difference(raw, fused_path)`` is the largest output difference on test batches. The GELU
+    approximation is tried first; when it moves the outputs by more than ``tolerance``, exact
+    GELU; when that does too, no fusion (a fusion that changes results is worse than none).
+    """
+    for approximate in (True, False):
+        fused = optimize_graph(raw, fused_path, model, approximate_gelu=approximate)
+        if fused is None:
+            return None
+        diff = difference(raw, fused_path)
+        if diff <= tolerance:
+            return fused
+        log.info("fused graph (GELU approximation %s) differs from the export by %.2g", approximate, diff)
+    log.warning("fused graph differs from the export: keeping the plain graph")
+    return None

@@ -98,8 +98,12 @@ def create_session(
     onnx_path: Path | str,
     device: str = "auto",
     threads: int | None = None,
+    optimized_model_path: Path | str | None = None,
 ) -> tuple[ort.InferenceSession, RuntimeInfo]:
-    """Open ``onnx_path`` on the best allowed device; raise ``ModelLoadError`` if unreadable."""
+    """Open ``onnx_path`` on the best allowed device; raise ``ModelLoadError`` if unreadable.
+
+    ``optimized_model_path``: also write the graph onnxruntime actually runs there (for inspection).
+    """
     path = Path(onnx_path)
     if not path.is_file():
         raise ModelLoadError(f"model file not found: {path} (run `assistant models build`)")
@@ -107,10 +111,16 @@ def create_session(
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.log_severity_level = 3
+    if optimized_model_path:
+        opts.optimized_model_filepath = str(optimized_model_path)
+    disabled: list[str] = []
     if used == "cuda":
         providers = [CUDA, CPU]
         n_threads = 0
     else:
+        # our exports keep residual Add + LayerNormalization apart because onnxruntime's CPU
+        # SkipLayerNormalization kernel is ~5x slower than the pair; don't let it re-fuse them
+        disabled = ["SkipLayerNormFusion"]
         providers = [CPU]
         n_threads = threads or default_threads()
         opts.intra_op_num_threads = n_threads
@@ -119,7 +129,8 @@ def create_session(
         # no busy-waiting between calls: a GUI app must not burn a core while idle
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+        session = ort.InferenceSession(str(path), sess_options=opts, providers=providers,
+                                       disabled_optimizers=disabled)
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf/... types
         raise ModelLoadError(
             f"cannot load ONNX model {path}: {exc.__class__.__name__}: {str(exc).strip()[:300]}\n"

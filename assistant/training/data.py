@@ -170,9 +170,16 @@ class PseudoQuery:
     drop_title: bool = False
 
 
+#: shares of inverse-cloze, title and keyword pseudo-queries (a paper with < 2 keywords gives a title query)
+DEFAULT_QUERY_MIX = (0.75, 0.1, 0.15)
+
+
 def make_queries(corpus: Corpus, n_queries: int, rng: random.Random,
-                 mix: tuple[float, float, float] = (0.75, 0.1, 0.15)) -> list[PseudoQuery]:
-    """Pseudo-queries: every citation context, then ICT/title/keyword queries up to ``n_queries``."""
+                 mix: tuple[float, float, float] = DEFAULT_QUERY_MIX) -> list[PseudoQuery]:
+    """Pseudo-queries: every citation context, then ICT/title/keyword queries up to ``n_queries``.
+
+    ``mix``: the shares (ict, title, keywords) of the pseudo-queries.
+    """
     queries = [PseudoQuery(strip_markers(c.context), c.cited_id, "citation") for c in corpus.citations]
     queries = [q for q in queries if len(q.text) >= 20]
     ids = corpus.ids

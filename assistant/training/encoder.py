@@ -29,7 +29,7 @@ from assistant.training.common import Budget, TrainingError, TrainReport
 
 log = logging.getLogger(__name__)
 
-DATA_KEYS = ("seed", "n_queries", "pos_ranks", "neg_ranks", "base_model")
+DATA_KEYS = ("seed", "n_queries", "pos_ranks", "neg_ranks", "base_model", "query_mix")
 
 
 @dataclass
@@ -39,6 +39,7 @@ class EncoderOptions:
     work_dir: str | None = None  # default: models_dir()/.train/<name>
     base_model: str = "minilm"
     n_queries: int | None = None  # training pairs; default min(20000, 2 * usable papers)
+    query_mix: tuple[float, float, float] = data.DEFAULT_QUERY_MIX  # ict, title, keywords
     pos_ranks: tuple[int, int] = (1, 4)  # graph neighbours at ranks [1, 4) (rank 0 = nearest, skipped)
     neg_ranks: tuple[int, int] = (12, 40)  # far band; pos_ranks[1] + margin <= neg_ranks[0]
     min_margin: int = 5
@@ -115,7 +116,7 @@ def query_triplets(corpus: data.Corpus, n: int, opts: EncoderOptions, rng: rando
                    library=None, progress: common.ProgressFn | None = None) -> list[dict]:
     """Pseudo-query triplets: query → its paper, hard negative from the prefilter's band.
     ``progress(done, total, message)`` is called after every 256 queries."""
-    queries = [q for q in data.make_queries(corpus, n, rng) if q.kind != "citation"]
+    queries = [q for q in data.make_queries(corpus, n, rng, tuple(opts.query_mix)) if q.kind != "citation"]
     candidates = data.prefilter_candidates(library, corpus)
     out: list[dict] = []
     lo, hi = 3, 30  # skip the very top (often true matches for short queries), sample below

@@ -22,7 +22,7 @@ from assistant.training.common import Budget, TrainingError, TrainReport
 log = logging.getLogger(__name__)
 
 #: options that define the generated training set (a resume must keep them)
-DATA_KEYS = ("seed", "n_queries", "n_hard", "n_random", "neg_depth", "negatives", "base_model")
+DATA_KEYS = ("seed", "n_queries", "n_hard", "n_random", "neg_depth", "negatives", "base_model", "query_mix")
 
 
 @dataclass
@@ -32,6 +32,7 @@ class RerankerOptions:
     work_dir: str | None = None  # default: models_dir()/.train/<name>
     base_model: str = "minilm"
     n_queries: int | None = None  # default: min(20000, 2 * usable papers)
+    query_mix: tuple[float, float, float] = data.DEFAULT_QUERY_MIX  # ict, title, keywords
     n_hard: int = 4
     n_random: int = 1
     neg_depth: int = 50
@@ -78,7 +79,7 @@ def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
         return stored[0], corpus.docs, stored[1], fingerprint
     rng = random.Random(opts.seed)
     n_queries = opts.n_queries or min(20000, 2 * len(corpus.docs))
-    queries = data.make_queries(corpus, n_queries, rng)
+    queries = data.make_queries(corpus, n_queries, rng, tuple(opts.query_mix))
     candidates = data.prefilter_candidates(library, corpus, use_index=opts.negatives != "bm25")
     examples = data.add_negatives(queries, corpus, candidates, opts.n_hard, opts.n_random, rng,
                                   depth=opts.neg_depth, progress=progress)

@@ -150,6 +150,7 @@ def test_query_mix_sets_the_share_of_each_pseudo_query_kind(sample_db, tmp_path)
     lib = Library(sample_db)
     corpus = data.corpus_from_library(lib, set())
     lib.close()
+    corpus = data.Corpus(corpus.docs, [])  # pseudo-queries only (other tests add citation edges)
     with_keywords = sum(len(d.keywords) >= 2 for d in corpus.docs.values()) / len(corpus.docs)
     titles_only = Counter(q.kind for q in data.make_queries(corpus, 200, random.Random(1), (0.0, 1.0, 0.0)))
     assert titles_only == {"title": 200}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import importlib
 import logging
-import sys
 
 import click
 
 from assistant import __version__
+from assistant.logs import configure_logging
 
 
 class LazyGroup(click.Group):
@@ -76,14 +76,7 @@ class LazyGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context, db_path: str | None, verbose: bool) -> None:
     """Cite-Assist: recommend citations from your own library, offline."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # Third-party chatter (tolerant LaTeX parsing, quantizer) is not for the user.
-    for noisy in ("pylatexenc", "onnxruntime"):
-        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.WARNING)
+    configure_logging(verbose, logging.INFO)
     ctx.ensure_object(dict)
     ctx.obj["db_path"] = db_path
 

@@ -52,6 +52,7 @@ def test_sample_demo_headless(tmp_path):
                            env=env, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "No display found" in first.stderr
+    assert "DEBUG" not in first.stderr  # third-party debug lines (bm25s) stay out of the terminal
     out = first.stdout
     assert "imported" in out and "embedded" in out
     blocks = [line for line in out.splitlines() if line.startswith("[")]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from assistant.config import RESOURCES_DIR
+from assistant.logs import configure_logging
 
 STYLE_PATH = RESOURCES_DIR / "styles" / "app.qss"
 
@@ -40,8 +41,7 @@ def has_display() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbose, logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     db_path = Path(args.db).expanduser() if args.db else None
     if args.demo or (args.sample and not has_display()):

@@ -94,6 +94,21 @@ def test_missing_citations_get_recommendations():
     assert not any("\\" in q for q in rec.queries)  # LaTeX stripped from queries
 
 
+def test_the_manuscript_itself_is_kept_out_of_its_recommendations(tmp_path):
+    from assistant.library.models import Paper
+    from assistant.library.store import Library
+
+    with Library(tmp_path / "lib.sqlite") as library:
+        own = library.add_paper(Paper("Neural re-ranking for citation recommendation", authors=["Doe, J."])).id
+        other = library.add_paper(Paper("Neural ranking for citation recommendation", authors=["Roe, R."])).id
+        rec = FakeRecommender()
+        rec.library = library
+        seen = []
+        rec.recommend = lambda query, config=None: seen.append(query) or FakeRecommender.recommend(rec, query)
+        assert find_missing_citations(FIX / "draft.tex", recommender=rec, k=3)
+    assert seen and all(own in q.cited_ids and other not in q.cited_ids for q in seen)
+
+
 def test_manuscript_cli_json_on_drafts_and_pdf(tmp_path):
     runner = CliRunner()
     for name in ("draft.tex", "draft.md", "draft.txt"):

@@ -112,6 +112,9 @@ def test_cli_intent_json_and_text():
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
     assert lines[0].startswith("result") and lines[1].startswith("background")
+    res = runner.invoke(main, ["intent", OBVIOUS["method"][0], "  "])
+    assert res.exit_code == 0 and len(res.stdout.strip().splitlines()) == 2
+    assert "input 2 is empty" in res.stderr and "input 1" not in res.stderr
     res = runner.invoke(main, ["intent"])
     assert res.exit_code != 0 and "SENTENCE" in res.output
 

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
+from assistant.library.export import paper_to_bibtex
 from assistant.library.importers import import_paths
 from assistant.library.store import Library
 
@@ -68,6 +69,35 @@ def test_malformed_bibtex_reports_line_and_keeps_the_rest(lib):
     issues = _issues(report, "malformed.bib")
     assert issues[0][:2] == (8, "error") and "broken2019" in issues[0][2] and "closing" in issues[0][2]
     assert issues[1][:2] == (19, "error") and "no title" in issues[1][2]
+
+
+def test_unreadable_year_is_kept_as_written_with_a_warning(lib, tmp_path):
+    bib = tmp_path / "years.bib"
+    bib.write_text("@article{odd2019, title={Odd Year}, author={Doe, Jane}, year={20x9}}\n\n"
+                   "@article{ok2019, title={Fine Year}, author={Doe, Jane}, date={2019-05-01}}\n")
+    report = import_paths(lib, [bib])
+    assert report.added == 2
+    ((line, severity, reason),) = _issues(report, "years.bib")
+    assert (line, severity) == (1, "warning") and "odd2019" in reason and "'20x9'" in reason
+    odd = lib.get_by_citekey("odd2019")
+    assert odd.year is None and "year = {20x9}" in paper_to_bibtex(odd)  # exported as the user wrote it
+    assert lib.get_by_citekey("ok2019").year == 2019
+
+
+def test_unreadable_year_in_ris_and_csl_json_is_kept_too(lib, tmp_path):
+    ris = tmp_path / "y.ris"
+    ris.write_text("TY  - JOUR\nTI  - Undated Report\nPY  - forthcoming\nER  - \n")
+    csl = tmp_path / "y.json"
+    csl.write_text('[{"id": "s1", "type": "book", "title": "String Date", "issued": "2017"},\n'
+                   ' {"id": "s2", "type": "book", "title": "Odd Date", "issued": {"literal": "Spring"}}]')
+    report = import_paths(lib, [ris, csl])
+    assert report.added == 3
+    assert [(line, sev, "'forthcoming'" in why) for line, sev, why in _issues(report, "y.ris")] == [(1, "warning", True)]
+    assert [(line, sev, "s2" in why) for line, sev, why in _issues(report, "y.json")] == [(2, "warning", True)]
+    by_title = {p.title: p for p in lib.iter_papers()}
+    assert by_title["String Date"].year == 2017  # a bare string date is read, not dropped
+    assert by_title["Odd Date"].year is None and by_title["Odd Date"].extra["year"] == "Spring"
+    assert "year = {forthcoming}" in paper_to_bibtex(by_title["Undated Report"])
 
 
 @pytest.mark.parametrize("name,reason", [("empty.bib", "empty file"), ("binary.bib", "binary file")])
@@ -240,6 +270,12 @@ def test_cli_import_stats_search_export(tmp_path):
     result = runner.invoke(main, ["library", "export", "--keys", "mueller2019dense,first2019good", "-o", str(out),
                                   "--db", db])
     assert result.exit_code == 0 and out.read_text().count("@") == 2
+    typo = runner.invoke(main, ["library", "export", "--keys", "mueller2019dense,mueler2019dense", "-o", str(out),
+                                "--db", db])
+    assert typo.exit_code == 1 and "no paper with citekey 'mueler2019dense'" in typo.stderr
+    assert "nothing written" in typo.stderr and out.read_text().count("@") == 2  # the earlier file is intact
+    typo = runner.invoke(main, ["library", "remove", "first2019good", "frist2019good", "--db", db])
+    assert typo.exit_code == 1 and "no paper 'frist2019good'" in typo.stderr and "nothing removed" in typo.stderr
     assert runner.invoke(main, ["library", "remove", "first2019good", "--db", db]).exit_code == 0
     assert json.loads(runner.invoke(main, ["library", "stats", "--json", "--db", db]).stdout)["papers"] == 7
     bad = runner.invoke(main, ["library", "import", str(FIX / "empty.bib"), "--db", db])

@@ -189,9 +189,14 @@ def test_export_round_trip_keeps_records_and_keys(lib, tmp_path):
 
 def test_export_selection_reports_missing(lib, tmp_path):
     lib.add_paper(_paper(doi="10.1/a"))
-    written, missing = export_bibtex(lib, tmp_path / "sel.bib", citekeys=["muller2020dense", "nope"])
+    out = tmp_path / "sel.bib"
+    out.write_text("% the user's own file\n")
+    # a typo in one key must not replace an existing file with a partial selection
+    assert export_bibtex(lib, out, citekeys=["muller2020dense", "nope"]) == (0, ["nope"])
+    assert out.read_text() == "% the user's own file\n"
+    written, missing = export_bibtex(lib, out, citekeys=["muller2020dense", "nope"], allow_missing=True)
     assert written == 1 and missing == ["nope"]
-    assert (tmp_path / "sel.bib").read_text().startswith("@article{muller2020dense,")
+    assert out.read_text().startswith("@article{muller2020dense,")
 
 
 def test_forward_migration_upgrades_existing_file(tmp_path, monkeypatch):

@@ -56,6 +56,21 @@ def test_exclusions_and_year_filter(setup):
     assert {it.paper.id for it in rec.recommend(Query(CONTEXT), replace(config, exclude_ids=cited)).items}.isdisjoint(cited)
 
 
+def test_a_manuscript_already_in_the_library_is_recognised_by_its_title(setup):
+    """A draft whose paper is in the library (a preprint, an imported PDF) never gets itself recommended,
+    even when the caller does not know its id: the title (and year) identify it."""
+    lib, rec, manuscript, _ = setup
+    paper = lib.get(manuscript)
+    config = replace(rec.config, k=80, filter_by_year=False)
+    query = Query(paper.title + ". " + CONTEXT, mode="local", title=paper.title.upper() + "!", abstract=paper.abstract)
+    assert manuscript in {it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items}
+    assert manuscript not in {it.paper.id for it in rec.recommend(query, config).items}
+    assert lib.same_work_ids(paper.title.upper() + "!", year=2020) == [manuscript]
+    assert lib.same_work_ids(paper.title, year=2015) == []  # same title, years apart: another work
+    assert lib.same_work_ids("Preface", year=None) == []  # too short to identify a work
+    assert lib.same_work_ids("no such title at all", doi=paper.doi) == [manuscript]
+
+
 def test_stage_toggles_and_rrf(setup):
     _, rec, _, _ = setup
     bm25_only = rec.recommend(CONTEXT, replace(rec.config, use_dense=False))

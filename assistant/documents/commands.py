@@ -125,4 +125,4 @@ def _print(result: dict) -> None:
         if m["reasons"]:
             out.write(f"       why: {', '.join(m['reasons'])}\n")
         for r in m["recommendations"]:
-            out.write(f"       -> {r['title']} ({r['year']}) {r['doi'] or ''}\n")
+            out.write(f"       -> {r['title']} ({r['year'] or 'n.d.'}) {r['doi'] or ''}\n")

@@ -78,6 +78,9 @@ def _recommend(doc: Document, missing: list[MissingCitation], recommender, k: in
     from assistant.retrieval.query import Query
 
     cited = {r.paper_id for r in doc.references if r.paper_id is not None}
+    library = getattr(recommender, "library", None)
+    if library is not None and hasattr(library, "same_work_ids"):  # the manuscript itself, by DOI or title
+        cited.update(library.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
     config = getattr(recommender, "config", None)
     if config is not None:
         try:

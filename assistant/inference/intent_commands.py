@@ -36,6 +36,9 @@ def intent(ctx: click.Context, sentences: tuple[str, ...], in_file, as_json: boo
         texts += [line.rstrip("\n") for line in in_file if line.strip()]
     if not texts:
         raise click.UsageError("give a SENTENCE, --file FILE or --label-library")
+    for i, text in enumerate(texts, 1):
+        if not text.strip():
+            click.echo(f"warning: input {i} is empty: it gets the model's class prior, not a prediction", err=True)
     preds = clf.classify(texts)
     if as_json:
         out = [{"text": t, **p.to_dict(), "model": clf.version} for t, p in zip(texts, preds)]

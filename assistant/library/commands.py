@@ -137,23 +137,26 @@ def search_cmd(ctx, query, db, limit, as_json):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="Output .bib file ('-' for stdout).")
 @click.option("--keys", multiple=True, help="Citekeys to export (repeat or comma-separate); default: all.")
+@click.option("--allow-missing", is_flag=True,
+              help="Export the --keys that exist even when some are not in the library.")
 @db_option
 @click.pass_context
-def export_cmd(ctx, output, keys, db):
+def export_cmd(ctx, output, keys, allow_missing, db):
     """Export BibTeX (the whole library or --keys) with stable citekeys."""
     from assistant.library.export import export_bibtex
 
     wanted = [k.strip() for group in keys for k in group.split(",") if k.strip()] or None
     lib = _open(ctx, db)
     try:
-        written, missing = export_bibtex(lib, output, citekeys=wanted)
+        written, missing = export_bibtex(lib, output, citekeys=wanted, allow_missing=allow_missing)
     finally:
         lib.close()
     for key in missing:
-        click.echo(f"error: no paper with citekey '{key}'", err=True)
-    click.echo(f"wrote {written} entries to {output}", err=True)
-    if missing:
+        click.echo(f"{'warning' if allow_missing else 'error'}: no paper with citekey '{key}'", err=True)
+    if missing and not allow_missing:
+        click.echo(f"nothing written to {output} (use --allow-missing to export the others)", err=True)
         ctx.exit(1)
+    click.echo(f"wrote {written} entries to {output}", err=True)
 
 
 @library.command("show")
@@ -181,16 +184,24 @@ def show_cmd(ctx, key, db):
 @db_option
 @click.pass_context
 def remove_cmd(ctx, keys, db):
-    """Delete papers (by citekey, DOI or id) and their citation edges."""
+    """Delete papers (by citekey, DOI or id) and their citation edges.
+
+    Every key is looked up first: if one is not in the library nothing is removed (exit 1)."""
     lib = _open(ctx, db)
     try:
-        for key in keys:
-            paper = _find(lib, key)
-            if paper is None:
-                click.echo(f"error: no paper '{key}'", err=True)
-                continue
-            lib.remove(paper.id)
-            click.echo(f"removed {paper.citekey}: {paper.title}")
+        found = [(key, _find(lib, key)) for key in keys]
+        unknown = [key for key, paper in found if paper is None]
+        for key in unknown:
+            click.echo(f"error: no paper '{key}'", err=True)
+        if unknown:
+            click.echo("nothing removed", err=True)
+            ctx.exit(1)
+        removed: set[int] = set()
+        for _, paper in found:
+            if paper.id not in removed:
+                lib.remove(paper.id)
+                removed.add(paper.id)
+                click.echo(f"removed {paper.citekey}: {paper.title}")
     finally:
         lib.close()
 

@@ -45,6 +45,8 @@ def paper_to_bibtex(paper: Paper) -> str:
     fields.append(_field("title", paper.title))
     if paper.year:
         fields.append(_field("year", str(paper.year)))
+    elif paper.extra.get("year"):  # a year the importer could not read is kept as written
+        fields.append(_field("year", str(paper.extra["year"])))
     if paper.venue:
         fields.append(_field("journal" if paper.entry_type == "article" else "booktitle", paper.venue))
     extra = dict(paper.extra)
@@ -87,9 +89,12 @@ def write_bibtex(papers: Iterable[Paper], out: TextIO) -> int:
 
 
 def export_bibtex(library, output: str | Path, citekeys: list[str] | None = None,
-                  ids: list[int] | None = None) -> tuple[int, list[str]]:
+                  ids: list[int] | None = None, allow_missing: bool = False) -> tuple[int, list[str]]:
     """Export the whole library, or the papers named by ``citekeys``/``ids``, to ``output``
-    (``-`` = stdout). Returns ``(written, missing citekeys)``; the file is replaced atomically."""
+    (``-`` = stdout). Returns ``(written, missing citekeys)``; the file is replaced atomically.
+
+    When a citekey is not in the library nothing is written (an existing ``output`` is left as it
+    was) unless ``allow_missing`` is set, which exports the papers that were found."""
     missing: list[str] = []
     if citekeys is None and ids is None:
         papers: Iterable[Paper] = library.iter_papers()
@@ -102,6 +107,8 @@ def export_bibtex(library, output: str | Path, citekeys: list[str] | None = None
             else:
                 selected.append(paper)
         papers = selected
+        if missing and not allow_missing:
+            return 0, missing
     if str(output) == "-":
         return write_bibtex(papers, sys.stdout), missing
     output = Path(output)

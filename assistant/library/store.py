@@ -187,6 +187,21 @@ class Library:
         row = self.conn.execute(f"{_SELECT} WHERE p.doi = ?", (doi,)).fetchone() if doi else None
         return self._paper(row) if row else None
 
+    def same_work_ids(self, title: str | None, doi: str | None = None, year: int | None = None) -> list[int]:
+        """Papers that are this work: the same DOI, or the same normalised title (of at least 8
+        characters) with a year at most one apart when both are known. Keeps a manuscript that is
+        already in the library out of its own recommendations."""
+        ids: set[int] = set()
+        doi = normalize_doi(doi)
+        if doi:
+            ids.update(r[0] for r in self.conn.execute("SELECT id FROM papers WHERE doi = ?", (doi,)))
+        tkey = title_key(title or "")
+        if len(tkey) >= 8:
+            for pid, other in self.conn.execute("SELECT id, year FROM papers WHERE title_key = ?", (tkey,)):
+                if year is None or other is None or abs(int(other) - int(year)) <= 1:
+                    ids.add(pid)
+        return sorted(ids)
+
     def get_by_citekey(self, key: str) -> Paper | None:
         row = self.conn.execute(f"{_SELECT} WHERE p.citekey = ?", (key,)).fetchone()
         return self._paper(row) if row else None

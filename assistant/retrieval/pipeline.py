@@ -173,6 +173,8 @@ class Recommender:
             if query.manuscript_id is not None:
                 excluded.add(int(query.manuscript_id))
                 excluded.update(c.cited_id for c in self.library.citations_from(query.manuscript_id))
+            if query.title:  # the manuscript may be in the library already (a preprint, an imported PDF)
+                excluded.update(self.library.same_work_ids(query.title, year=query.year))
         return excluded
 
     @staticmethod

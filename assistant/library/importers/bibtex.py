@@ -14,7 +14,7 @@ from pathlib import Path
 import bibtexparser
 from bibtexparser.model import DuplicateBlockKeyBlock, Entry, ParsingFailedBlock
 
-from assistant.library.importers.common import ParsedFile, ParsedRecord, parse_text_file
+from assistant.library.importers.common import ParsedFile, parse_text_file
 from assistant.library.models import ImportIssue, Paper
 from assistant.library.normalize import (
     clean_text,
@@ -143,7 +143,8 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
             result.issues.append(ImportIssue(source, start + 1, f"entry '{entry.key}': {exc}"))
             result.skip("malformed")
             continue
-        result.records.append(ParsedRecord(paper, start + 1, "bibtex"))
+        result.add(paper, start + 1, "bibtex", clean_text(fields.get("year") or fields.get("date", "")),
+                   f"entry '{entry.key}'")
     return result
 
 

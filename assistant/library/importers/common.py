@@ -35,6 +35,16 @@ class ParsedFile:
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
+    def add(self, paper: Paper, line: int | None, fmt: str, raw_year: str = "", label: str = "record") -> None:
+        """Keep ``paper``; a date the importer could not read as a year is kept as written
+        (``extra["year"]``, exported as is) and reported as a warning instead of being dropped."""
+        raw_year = " ".join(str(raw_year or "").split())
+        if raw_year and paper.year is None:
+            paper.extra["year"] = raw_year
+            self.issues.append(ImportIssue(self.path, line or 0, f"{label}: year {raw_year!r} is not a year "
+                                           "(kept as text, not used by the year filter)", "warning"))
+        self.records.append(ParsedRecord(paper, line, fmt))
+
 
 _FALLBACK_ENCODINGS = ("cp1252", "latin-1")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assistant.library.importers.common import ImportFileError, ParsedFile, ParsedRecord, parse_text_file
+from assistant.library.importers.common import ImportFileError, ParsedFile, parse_text_file
 from assistant.library.models import ImportIssue, Paper
 from assistant.library.normalize import (
     clean_text,
@@ -40,16 +40,23 @@ def _name(person: dict) -> str:
     return f"{family}, {given}" if given else family
 
 
-def _year(item: dict) -> int | None:
+def raw_date(item: dict) -> str:
+    """The first date of the item as written (``date-parts`` year, ``raw``/``literal``, or a bare string)."""
     for key in ("issued", "published-print", "published-online", "created"):
         date = item.get(key)
         if isinstance(date, dict):
             parts = date.get("date-parts") or [[]]
-            if parts and parts[0] and parts[0][0]:
-                return parse_year(parts[0][0])
+            if parts and isinstance(parts[0], list) and parts[0] and parts[0][0]:
+                return str(parts[0][0])
             if date.get("raw") or date.get("literal"):
-                return parse_year(date.get("raw") or date.get("literal"))
-    return None
+                return str(date.get("raw") or date.get("literal"))
+        elif isinstance(date, (str, int)) and str(date).strip():
+            return str(date)
+    return ""
+
+
+def _year(item: dict) -> int | None:
+    return parse_year(raw_date(item))
 
 
 def csl_to_paper(item: dict, raw: str, source: str) -> Paper:
@@ -119,7 +126,7 @@ def parse_csljson_text(text: str, source: str) -> ParsedFile:
                 result.issues.append(ImportIssue(source, line, f"item '{item.get('id', '?')}' has no title; skipped"))
                 result.skip("no title")
                 continue
-            result.records.append(ParsedRecord(paper, line, "csljson"))
+            result.add(paper, line, "csljson", raw_date(item), f"item '{item.get('id', '?')}'")
     except json.JSONDecodeError as exc:
         result.issues.append(ImportIssue(source, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno}); "
                                          "the rest of the file was not read"))

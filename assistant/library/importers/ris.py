@@ -7,7 +7,7 @@ from pathlib import Path
 
 import rispy
 
-from assistant.library.importers.common import ImportFileError, ParsedFile, ParsedRecord, parse_text_file
+from assistant.library.importers.common import ImportFileError, ParsedFile, parse_text_file
 from assistant.library.models import ImportIssue, Paper
 from assistant.library.normalize import (
     clean_text,
@@ -124,7 +124,9 @@ def parse_ris_text(text: str, source: str) -> ParsedFile:
             result.issues.append(ImportIssue(source, start, "record has no title (TI/T1); skipped"))
             result.skip("no title")
             continue
-        result.records.append(ParsedRecord(paper, start, "ris"))
+        entry = entries[0]
+        raw_year = entry.get("year") or entry.get("publication_year") or entry.get("date") or ""
+        result.add(paper, start, "ris", str(raw_year).strip("/ "), f"record '{paper.title[:50]}'")
     return result
 
 

@@ -167,3 +167,19 @@ Dense retrieval works \cite{smith19, lee20}. Sparse retrieval was studied before
     [cited] = doc.citing_sentences()
     assert cited.reference_indices() == [0, 1]
     assert doc.references[0].venue == "Proc. SIGIR"
+
+
+def test_manuscript_cli_refuses_binary_and_empty_files_and_reads_legacy_encodings(tmp_path):
+    runner = CliRunner()
+    db = ["--db", str(tmp_path / "none.sqlite"), "--no-recommend"]
+    (tmp_path / "paper.docx").write_bytes(b"PK\x03\x04\x00\x00" * 64)
+    (tmp_path / "empty.tex").write_text("  \n")
+    result = runner.invoke(manuscript, [str(tmp_path / "paper.docx"), *db])
+    assert result.exit_code == 1 and "paper.docx: binary file" in result.output and ".tex" in result.output
+    result = runner.invoke(manuscript, [str(tmp_path / "empty.tex"), *db])
+    assert result.exit_code == 1 and "empty.tex: empty file" in result.output
+    legacy = tmp_path / "legacy.txt"
+    legacy.write_bytes("Caf\u00e9 culture has been studied extensively in sociology [1].\r\n".encode("cp1252"))
+    doc = parse_draft(legacy)
+    first = next(doc.sentences())
+    assert "Caf\u00e9 culture" in first.text and first.markers

@@ -178,3 +178,43 @@ def test_manuscript_meta_and_bib_detection(tmp_path):
     md = "---\ntitle: My Paper\nbibliography: lib.bib\n---\nText."
     assert textops.manuscript_meta(md, textops.MARKDOWN)[0] == "My Paper"
     assert textops.bib_from_manuscript(md, tmp_path / "p.md", textops.MARKDOWN).name == "lib.bib"
+
+
+def test_append_keeps_a_latin1_crlf_file_as_it_is(tmp_path):
+    """An older LaTeX project's cp1252/CRLF .bib: old bytes untouched, the new entry in the same
+    encoding and line endings; what cp1252 cannot store becomes a LaTeX macro."""
+    bib = tmp_path / "legacy.bib"
+    old = "% Literatur\r\n@book{mueller1990,\r\n  title={Caf\xe9 Soci\xe9t\xe9},\r\n  author={M\xfcller, A.},\r\n}\r\n"
+    bib.write_bytes(old.encode("cp1252"))
+    entry = ENTRY_A.replace("Oguz, Barlas", "Ko\u010di, Ond\u0159ej and M\u00fcller, J\u00f6rg")
+    assert append_entry(bib, entry).status == "added"
+    data = bib.read_bytes()
+    assert data.startswith(old.encode("cp1252"))
+    added = data[len(old.encode("cp1252")):].decode("cp1252")
+    assert "\n" not in added.replace("\r\n", "")  # CRLF throughout
+    assert "Ko{\\v{c}}i, Ond{\\v{r}}ej and M\u00fcller, J\u00f6rg" in added  # ü/ö exist in cp1252, č/ř do not
+    assert [e.key for e in read_bib(bib)] == ["mueller1990", "karpukhin2020dense"]
+
+
+def test_append_keeps_one_utf8_bom_and_refuses_binary(tmp_path):
+    bib = tmp_path / "bom.bib"
+    bib.write_bytes(b"\xef\xbb\xbf" + USER_BIB.encode("utf-8"))
+    append_entry(bib, ENTRY_B)
+    data = bib.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf" + USER_BIB.encode("utf-8")) and data.count(b"\xef\xbb\xbf") == 1
+    binary = tmp_path / "binary.bib"
+    binary.write_bytes(b"\x00\x01\x02PK" * 50)
+    with pytest.raises(BibFileError, match="binary file"):
+        append_entry(binary, ENTRY_B)
+    assert binary.read_bytes() == b"\x00\x01\x02PK" * 50
+
+
+def test_text_file_round_trip_formats():
+    from assistant.documents.textfile import TextFormat, decode_text, encode_text, unencodable
+
+    for data in ("a\r\nb\r\n".encode("utf-8"), "\ufeffCaf\u00e9\n".encode("utf-8"), "Caf\u00e9\r\n".encode("cp1252"),
+                 "\ufeffx\ny\n".encode("utf-16-le")):
+        text, fmt = decode_text(data)
+        assert "\r" not in text and encode_text(text, fmt) == data
+    assert decode_text(b"x\r\ny\n") [1] == TextFormat("utf-8", "\r\n")  # ties go to CRLF
+    assert unencodable("Ko\u010di M\u00fcller \u010d", TextFormat("cp1252")) == ["\u010d"]

@@ -356,3 +356,30 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
     assert "Adapted encoder 'adapted-gui-test'" in win.status_label.text()
     result = win.engine.recommend("neural ranking models for ad hoc retrieval")
     assert result.items and win.engine.recommender.encoder.fingerprint == meta["fingerprint"]
+
+
+def test_open_and_save_keep_the_files_encoding_and_line_endings(window, qtbot, tmp_path):
+    """A cp1252/CRLF manuscript opens readable and saves byte-identical; a character cp1252 cannot
+    store makes the save switch to UTF-8 with a warning instead of losing it; a binary file is refused."""
+    draft = tmp_path / "legacy.tex"
+    original = ("\\documentclass{article}\r\n\\begin{document}\r\nCaf\u00e9 society was studied before.\r\n"
+                "\\end{document}\r\n").encode("cp1252")
+    draft.write_bytes(original)
+    os.chmod(draft, 0o640)
+    editor = window.open_file(draft)
+    assert editor is not None and "Caf\u00e9 society" in editor.toPlainText()
+    assert (editor.state.text_format.encoding, editor.state.text_format.newline) == ("cp1252", "\r\n")
+    assert window.save_current() and draft.read_bytes() == original
+    assert os.stat(draft).st_mode & 0o777 == 0o640  # saving keeps the file's permissions
+    editor.moveCursor(editor.textCursor().MoveOperation.End)
+    editor.insertPlainText("Ko\u010di agreed.\n")
+    window.last_error_dialog = None
+    assert window.save_current()
+    saved = draft.read_bytes().decode("utf-8")  # now UTF-8, nothing lost
+    assert "Caf\u00e9 society" in saved and "Ko\u010di agreed." in saved and "\r\n\\end{document}" in saved
+    assert window.last_error_dialog is not None and "UTF-8" in window.last_error_dialog.text()
+    binary = tmp_path / "binary.tex"
+    binary.write_bytes(b"\x00\x01PK" * 100)
+    window.last_error_dialog = None
+    assert window.open_file(binary) is None
+    assert window.last_error_dialog is not None and "binary file" in window.last_error_dialog.text()

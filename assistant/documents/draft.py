@@ -13,9 +13,10 @@ import re
 from pathlib import Path
 
 from assistant.documents.markers import find_markers, resolve_markers
-from assistant.documents.model import Document, Paragraph, Section, Sentence
+from assistant.documents.model import Document, DocumentError, Paragraph, Section, Sentence
 from assistant.documents.references import LABEL_RE, parse_reference
 from assistant.documents.sentences import split_sentences
+from assistant.documents.textfile import BinaryFileError, decode_text
 
 FORMATS = {"tex": "latex", "latex": "latex", "md": "markdown", "markdown": "markdown",
            "txt": "text", "text": "text", "plain": "text", "numeric": "text"}
@@ -116,7 +117,15 @@ def parse_draft(path_or_text: str | Path, fmt: str | None = None) -> Document:
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
                                           and len(path_or_text) < 4096 and Path(path_or_text).is_file()):
         path = Path(path_or_text)
-        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            text, _ = decode_text(path.read_bytes())
+        except BinaryFileError as exc:
+            raise DocumentError(str(path), f"{exc}: a manuscript is a PDF, LaTeX (.tex), Markdown (.md) "
+                                           "or plain-text (.txt) file") from exc
+        except OSError as exc:
+            raise DocumentError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+        if not text.strip():
+            raise DocumentError(str(path), "empty file")
     else:
         text = str(path_or_text)
     fmt = FORMATS.get((fmt or "").lower()) or detect_format(text, path)

@@ -1,7 +1,8 @@
 """Safe appends to a manuscript's ``.bib`` file (no Qt).
 
 Rules: the file is never rewritten from parsed data (the user's formatting and
-comments stay byte-for-byte), a new entry is appended as text; the write is
+comments stay byte-for-byte), a new entry is appended as text in the file's own encoding
+and line endings (characters a Latin-1 file cannot store become LaTeX macros); the write is
 atomic (temp file in the same folder + ``os.replace``), the previous version is
 kept as ``<name>.bak``; an entry whose key or DOI is already present is not
 added again; the result is re-parsed before it replaces the file, so a write
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bibtexparser
+
+from assistant.documents.textfile import BinaryFileError, TextFormat, decode_text, encode_text, latex_escape_unencodable
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,17 @@ def read_bib(path: Path | str) -> list[BibEntryInfo]:
     path = Path(path)
     if not path.exists():
         return []
-    return parse_entries(path.read_text(encoding="utf-8"), str(path))[0]
+    return parse_entries(_read(path)[0], str(path))[0]
+
+
+def _read(path: Path) -> tuple[str, TextFormat, bytes]:
+    """A .bib file's text, its stored format (encoding, line endings) and its exact bytes."""
+    data = path.read_bytes()
+    try:
+        text, fmt = decode_text(data)
+    except BinaryFileError as exc:
+        raise BibFileError(f"{path}: {exc}; expected a BibTeX file. It was left unchanged.") from exc
+    return text, fmt, data
 
 
 def find_duplicate(entries: list[BibEntryInfo], key: str, doi: str | None) -> BibEntryInfo | None:
@@ -133,11 +146,11 @@ def _rename_entry(entry_text: str, old: str, new: str) -> str:
     return re.sub(r"(@\s*\w+\s*[{(]\s*)" + re.escape(old) + r"\s*,", rf"\g<1>{new},", entry_text, count=1)
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         if path.exists():
@@ -156,7 +169,11 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         raise BibFileError(f"expected exactly one valid BibTeX entry to add, got {len(new_entries)}"
                            + (f" ({errors[0]})" if errors else ""))
     new = new_entries[0]
-    old_text = path.read_text(encoding="utf-8") if path.exists() else ""
+    old_text, fmt, old_bytes = _read(path) if path.exists() else ("", TextFormat(), b"")
+    try:  # a Latin-1 / cp1252 file stays one: what it cannot store becomes a LaTeX macro
+        entry_text = latex_escape_unencodable(entry_text, fmt)
+    except ValueError as exc:
+        raise BibFileError(f"{path} is {fmt.encoding}, not UTF-8: {exc}. The file was left unchanged.") from exc
     old_entries, old_errors = parse_entries(old_text, str(path))
     open_line = unclosed_brace_line(old_text)
     if open_line is not None:
@@ -190,7 +207,8 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         sep = "\n"
     else:
         sep = "\n\n"
-    new_text = old_text + sep + entry_text.strip() + "\n"
+    addition = sep + entry_text.strip() + "\n"
+    new_text = old_text + addition
 
     # Validate before touching the file: every old entry survives and the new one parses.
     check, new_errors = parse_entries(new_text, str(path))
@@ -207,7 +225,7 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         shutil.copy2(path, backup)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, new_text)
+    _atomic_write(path, old_bytes + encode_text(addition, fmt, whole_file=not old_bytes))  # the old bytes stay as they were
     log.info("added %s to %s", key, path)
     return AppendResult(status, key, path, backup)
 

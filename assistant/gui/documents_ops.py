@@ -12,6 +12,7 @@ from assistant.gui.bibfile import append_entry, entry_number
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.engine import paper_bibtex
 from assistant.gui.settings import bib_for_manuscript, remember_bib
+from assistant.documents.textfile import BinaryFileError, TextFormat, decode_text, encode_text, unencodable
 
 MANUSCRIPT_FILTER = "Manuscripts (*.tex *.md *.markdown *.txt);;LaTeX (*.tex);;Markdown (*.md);;Text (*.txt)"
 
@@ -103,21 +104,22 @@ class DocumentOps:
                 self.tabs.setCurrentIndex(i)
                 return self.tabs.widget(i)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.show_error("Cannot open the manuscript", f"{path}: {exc}")
+            text, text_format = decode_text(path.read_bytes())
+        except (OSError, BinaryFileError) as exc:
+            self.show_error("Cannot open the manuscript", f"{path}: {getattr(exc, 'strerror', None) or exc}")
             return None
         style = textops.style_for_path(path)
         editor = ManuscriptEditor(style=style)
         editor.setPlainText(text)
         editor.document().setModified(False)
-        state = DocumentState(path=path, style=style, bib_path=bib_for_manuscript(path))
+        state = DocumentState(path=path, style=style, bib_path=bib_for_manuscript(path), text_format=text_format)
         if state.bib_path is None:
             state.bib_path = textops.bib_from_manuscript(text, path, style)
         current = self.tabs.currentWidget()
         if current is not None and current.state.path is None and not current.toPlainText():
             self.tabs.removeTab(self.tabs.indexOf(current))  # replace the empty Untitled tab
-        self.set_status(f"Opened {path}")
+        self.set_status(f"Opened {path}" + ("" if text_format == TextFormat() else f" ({text_format.describe()}, "
+                                                                             "kept when saved)"))
         self._add_tab(editor, state)
         editor.mark_clicked.connect(lambda _mark: self.recommend())
         if style in (textops.LATEX, textops.MARKDOWN):
@@ -146,19 +148,41 @@ class DocumentOps:
 
     def _write(self, editor: ManuscriptEditor, path: Path) -> bool:
         import os
+        import shutil
         import tempfile
+        from dataclasses import replace
 
+        text, fmt = editor.toPlainText(), editor.state.text_format
+        lost, was = unencodable(text, fmt), fmt.encoding
+        if lost:  # never drop what the user typed: switch this file to UTF-8 and say so
+            fmt = replace(fmt, encoding="utf-8", bom=b"")
+        tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(editor.toPlainText())
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(encode_text(text, fmt))
+            if path.exists():
+                shutil.copymode(path, tmp)
+            else:  # mkstemp's 0600 would hide a new manuscript from the user's group
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, path)
         except OSError as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             self.show_error("Cannot save", f"{path}: {exc}")
             return False
+        editor.state.text_format = fmt
         editor.document().setModified(False)
         self._update_tab_title(editor)
         self.set_status(f"Saved {path}")
+        if lost:
+            chars = " ".join(lost[:10])
+            self.show_error("Saved as UTF-8", f"{path.name} was stored in {was}, which cannot store some of "
+                            f"its characters now ({chars}); it was saved "
+                            "as UTF-8. If the LaTeX preamble says \\usepackage[latin1]{inputenc}, change it to utf8.",
+                            icon=QMessageBox.Icon.Warning)
         return True
 
     def close_tab(self, index: int) -> None:

@@ -210,7 +210,7 @@ def test_append_keeps_one_utf8_bom_and_refuses_binary(tmp_path):
 
 
 def test_text_file_round_trip_formats():
-    from assistant.documents.textfile import TextFormat, decode_text, encode_text, unencodable
+    from assistant.textfile import TextFormat, decode_text, encode_text, unencodable
 
     for data in ("a\r\nb\r\n".encode("utf-8"), "\ufeffCaf\u00e9\n".encode("utf-8"), "Caf\u00e9\r\n".encode("cp1252"),
                  "\ufeffx\ny\n".encode("utf-16-le")):

@@ -119,6 +119,22 @@ def test_cli_intent_json_and_text():
     assert res.exit_code != 0 and "SENTENCE" in res.output
 
 
+def test_cli_intent_file_in_a_legacy_encoding_or_binary(tmp_path):
+    runner = CliRunner()
+    legacy = tmp_path / "contexts.txt"
+    legacy.write_bytes(("Caf\u00e9 data: " + OBVIOUS["method"][0] + "\r\n\r\n" + OBVIOUS["result"][0] + "\r\n")
+                       .encode("cp1252"))
+    res = runner.invoke(main, ["intent", "--file", str(legacy), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [o["label"] for o in out] == ["method", "result"] and out[0]["text"].startswith("Caf\u00e9 data")
+    assert "not UTF-8; read as cp1252" in res.stderr
+    binary = tmp_path / "contexts.bin"
+    binary.write_bytes(b"\x00\x01" * 100)
+    res = runner.invoke(main, ["intent", "--file", str(binary)])
+    assert res.exit_code == 2 and "binary file" in res.output
+
+
 def test_eval_scicite_cli_on_fixture():
     res = CliRunner().invoke(main, ["eval", "scicite", str(FIXTURES / "scicite_small.jsonl"), "--json"])
     assert res.exit_code == 0, res.output

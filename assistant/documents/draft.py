@@ -16,7 +16,7 @@ from assistant.documents.markers import find_markers, resolve_markers
 from assistant.documents.model import Document, DocumentError, Paragraph, Section, Sentence
 from assistant.documents.references import LABEL_RE, parse_reference
 from assistant.documents.sentences import split_sentences
-from assistant.documents.textfile import BinaryFileError, decode_text
+from assistant.textfile import BinaryFileError, decode_text
 
 FORMATS = {"tex": "latex", "latex": "latex", "md": "markdown", "markdown": "markdown",
            "txt": "text", "text": "text", "plain": "text", "numeric": "text"}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import bibtexparser
 
-from assistant.documents.textfile import BinaryFileError, TextFormat, decode_text, encode_text, latex_escape_unencodable
+from assistant.textfile import BinaryFileError, TextFormat, decode_text, encode_text, latex_escape_unencodable
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from assistant.gui.bibfile import append_entry, entry_number
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.engine import paper_bibtex
 from assistant.gui.settings import bib_for_manuscript, remember_bib
-from assistant.documents.textfile import BinaryFileError, TextFormat, decode_text, encode_text, unencodable
+from assistant.textfile import BinaryFileError, TextFormat, decode_text, encode_text, unencodable
 
 MANUSCRIPT_FILTER = "Manuscripts (*.tex *.md *.markdown *.txt);;LaTeX (*.tex);;Markdown (*.md);;Text (*.txt)"
 

@@ -12,7 +12,7 @@ from PySide6.QtGui import (QColor, QFont, QFontDatabase, QPainter, QSyntaxHighli
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from assistant.gui import textops
-from assistant.documents.textfile import TextFormat
+from assistant.textfile import TextFormat
 
 CITE_COLOURS = {textops.LATEX: "#1565c0", textops.MARKDOWN: "#1565c0", textops.NUMERIC: "#6a1b9a"}
 _LATEX_COMMAND_RE = re.compile(r"\\(?:section|subsection|subsubsection|paragraph|chapter|title|begin|end|"

@@ -10,7 +10,7 @@ import click
 
 @click.command("intent")
 @click.argument("sentences", nargs=-1)
-@click.option("--file", "in_file", type=click.File("r", encoding="utf-8"), default=None,
+@click.option("--file", "in_file", type=click.File("rb"), default=None,
               help="Classify one context per line of this file ('-' for stdin).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per input).")
 @click.option("--model", default=None, help="Model folder or name (default: the shipped intent-minilm).")
@@ -33,7 +33,15 @@ def intent(ctx: click.Context, sentences: tuple[str, ...], in_file, as_json: boo
         return
     texts = list(sentences)
     if in_file is not None:
-        texts += [line.rstrip("\n") for line in in_file if line.strip()]
+        from assistant.textfile import BinaryFileError, decode_text
+
+        try:
+            content, fmt = decode_text(in_file.read())
+        except BinaryFileError as exc:
+            raise click.BadParameter(f"{in_file.name}: {exc}; expected one context per line", param_hint="--file")
+        if not fmt.is_utf:
+            click.echo(f"warning: {in_file.name} is not UTF-8; read as {fmt.encoding}", err=True)
+        texts += [line for line in content.split("\n") if line.strip()]
     if not texts:
         raise click.UsageError("give a SENTENCE, --file FILE or --label-library")
     for i, text in enumerate(texts, 1):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.library.models import ImportIssue, Paper
+from assistant.textfile import BinaryFileError, decode_text
 
 
 class ImportFileError(Exception):
@@ -46,11 +47,9 @@ class ParsedFile:
         self.records.append(ParsedRecord(paper, line, fmt))
 
 
-_FALLBACK_ENCODINGS = ("cp1252", "latin-1")
-
-
 def read_text(path: Path, issues: list[ImportIssue] | None = None) -> str:
-    """Decode a text file: UTF-8 (with/without BOM), else cp1252/latin-1 with a warning.
+    """Decode a text file (:func:`assistant.textfile.decode_text`: UTF-8/UTF-16 with a BOM, else
+    UTF-8, else cp1252/latin-1 with a warning naming the first offending line and byte).
 
     Raises ``ImportFileError`` for unreadable, empty or binary files.
     """
@@ -60,25 +59,18 @@ def read_text(path: Path, issues: list[ImportIssue] | None = None) -> str:
         raise ImportFileError(f"cannot read file: {exc.strerror or exc}") from exc
     if not data.strip():
         raise ImportFileError("empty file")
-    head = data[:8192]
-    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ImportFileError("binary file (not a text bibliography)")
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        for enc in _FALLBACK_ENCODINGS:
-            try:
-                text = data.decode(enc)
-            except UnicodeDecodeError:
-                continue
-            if issues is not None:
-                issues.append(ImportIssue(str(path), line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
-                                                           f"decoded as {enc}", "warning"))
-            return text
-        raise ImportFileError("cannot decode file as UTF-8 or Latin-1") from exc  # pragma: no cover
+        text, fmt = decode_text(data)
+    except BinaryFileError as exc:
+        raise ImportFileError("binary file (not a text bibliography)") from exc
+    if not fmt.is_utf and issues is not None:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            issues.append(ImportIssue(str(path), line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
+                                                       f"decoded as {fmt.encoding}", "warning"))
+    return text
 
 
 def parse_text_file(path: str | Path, parse_text: Callable[[str, str], ParsedFile]) -> ParsedFile:

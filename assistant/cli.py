@@ -49,8 +49,32 @@ class LazyGroup(click.Group):
         return command
 
 
+class RootGroup(LazyGroup):
+    """The top-level group: a library file that cannot be opened, or a file the command cannot read
+    or write, ends with ``Error: <file>: <why>`` (exit 1) instead of a traceback (``-v`` keeps it)."""
+
+    def invoke(self, ctx: click.Context):
+        from assistant.library.schema import LibraryOpenError
+
+        try:
+            return super().invoke(ctx)
+        except LibraryOpenError as exc:
+            self._log_traceback(ctx)
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise  # click handles a closed pipe (`... | head`) itself
+            self._log_traceback(ctx)
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+
+    @staticmethod
+    def _log_traceback(ctx: click.Context) -> None:
+        logging.getLogger("assistant.cli").debug("traceback", exc_info=True)
+
+
 @click.group(
-    cls=LazyGroup,
+    cls=RootGroup,
     lazy_subcommands={
         "library": "assistant.library.commands:library",
         "models": "assistant.inference.commands:models",

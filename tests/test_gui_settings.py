@@ -46,3 +46,16 @@ def test_first_run_guide_on_empty_library(qtbot):
     assert isinstance(dialog, FirstRunDialog) and dialog.isVisible()
     assert load_settings().first_run_done  # shown once
     dialog.reject()
+
+
+def test_a_library_path_that_is_not_a_library_shows_an_error(qtbot, tmp_path):
+    from assistant.gui.main_window import MainWindow
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    win = MainWindow(AppSettings(library_path=str(notes), first_run_done=True))
+    win.quiet_close = True
+    qtbot.addWidget(win)
+    win.start()
+    assert win.last_error_dialog is not None and "not a Cite-Assist library" in win.last_error_dialog.text()
+    assert win.library_panel.library is None and notes.read_text() == "my notes\n"

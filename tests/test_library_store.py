@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +44,45 @@ def test_newer_schema_is_refused(tmp_path):
     conn.close()
     with pytest.raises(SchemaTooNewError):
         Library(path)
+
+
+def test_a_file_that_is_not_a_library_is_refused_untouched(tmp_path):
+    from assistant.library.schema import LibraryOpenError
+
+    text = tmp_path / "notes.txt"
+    text.write_text("my notes\n")
+    with pytest.raises(LibraryOpenError, match="notes.txt is not a Cite-Assist library"):
+        Library(text)
+    assert text.read_text() == "my notes\n"
+    zotero = tmp_path / "zotero.sqlite"  # another program's database: no tables added, no WAL switch
+    conn = sqlite3.connect(zotero)
+    conn.executescript((Path(__file__).parent / "fixtures" / "library" / "zotero.sql").read_text())
+    conn.commit()
+    conn.close()
+    before = zotero.read_bytes()
+    with pytest.raises(LibraryOpenError, match="another program.*library import zotero.sqlite"):
+        Library(zotero)
+    assert zotero.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "zotero.sqlite"]
+    with pytest.raises(LibraryOpenError, match="folder"):
+        Library(tmp_path)
+    empty = tmp_path / "new.sqlite"
+    empty.write_bytes(b"")
+    Library(empty).close()  # an empty file becomes a new library
+
+
+def test_cli_names_the_file_instead_of_a_traceback(tmp_path):
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    runner = CliRunner()
+    res = runner.invoke(main, ["--db", str(tmp_path / "notes.txt"), "library", "stats"])
+    assert res.exit_code == 1 and "notes.txt is not a Cite-Assist library" in res.stderr
+    res = runner.invoke(main, ["--db", str(tmp_path / "lib.sqlite"), "library", "export", "-o",
+                               str(tmp_path / "missing" / "out.bib")])
+    assert res.exit_code == 1 and "missing/out.bib: No such file or directory" in res.stderr
+    assert "Traceback" not in res.output
 
 
 def test_add_get_and_citekey(lib):

@@ -148,7 +148,14 @@ class MainWindow(QMainWindow, DocumentOps):
     # --- engine lifecycle ---------------------------------------------------------------------
     def start(self, prepare: bool = True) -> None:
         """Open the library in the panel and load models/index in the background."""
-        self.library_panel.set_library_path(self.engine.db_path)
+        from assistant.library.schema import LibraryOpenError
+
+        try:
+            self.library_panel.set_library_path(self.engine.db_path)
+        except (LibraryOpenError, OSError) as exc:  # e.g. Settings pointed at another program's database
+            self.library_panel.library = None
+            self.show_error("Cannot open the library", f"{exc}\n\nChoose another library file in Settings.")
+            return
         if prepare:
             self.run_engine_job(lambda p, c: self.engine.prepare(p, c), "Loading models and index…",
                                 on_done=self._engine_prepared)

@@ -113,7 +113,11 @@ def export_bibtex(library, output: str | Path, citekeys: list[str] | None = None
         return write_bibtex(papers, sys.stdout), missing
     output = Path(output)
     tmp = output.with_name(output.name + ".part")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        written = write_bibtex(papers, fh)
-    tmp.replace(output)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            written = write_bibtex(papers, fh)
+        tmp.replace(output)
+    except OSError as exc:  # name the file the user asked for, not the temporary one
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(output)) from exc
     return written, missing

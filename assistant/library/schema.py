@@ -8,6 +8,7 @@ in its own transaction, so an old file is upgraded in place and never downgraded
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 _V1 = """
 CREATE TABLE papers (
@@ -91,8 +92,46 @@ MIGRATIONS: list[str] = [_V1]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class SchemaTooNewError(RuntimeError):
+class LibraryOpenError(RuntimeError):
+    """The file cannot be opened as a Cite-Assist library (the message names it and says why)."""
+
+
+class SchemaTooNewError(LibraryOpenError):
     """The file was written by a newer Cite-Assist."""
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_library_file(path) -> None:
+    """Refuse, before anything is written, a file that is not SQLite or an SQLite database of another
+    program (a ``zotero.sqlite`` given as the library): opening it would add our tables to it."""
+    path = Path(path)
+    if path.is_dir():
+        raise LibraryOpenError(f"{path} is a folder; the library is one .sqlite file")
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if not head:
+        return  # an empty file becomes a new library
+    if head != _SQLITE_MAGIC:
+        raise LibraryOpenError(f"{path} is not a Cite-Assist library (not an SQLite database)")
+    uri = "file:" + str(path.resolve()).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise LibraryOpenError(f"{path} is not a readable SQLite database ({exc})") from exc
+    finally:
+        conn.close()
+    if version == 0 and tables - {"sqlite_sequence"}:
+        names = ", ".join(sorted(tables)[:5])
+        raise LibraryOpenError(
+            f"{path} is an SQLite database of another program (tables: {names}); it was not changed. "
+            "Give a new file or an existing Cite-Assist library; to bring in a Zotero database use "
+            "`assistant library import zotero.sqlite`")
 
 
 def migrate(conn: sqlite3.Connection) -> int:

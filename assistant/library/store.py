@@ -23,7 +23,7 @@ import sqlite_utils
 from assistant.library import citekeys
 from assistant.library.models import Citation, ImportOutcome, Paper
 from assistant.library.normalize import author_key, normalize_doi, title_key
-from assistant.library.schema import FTS_TRIGGERS, SCHEMA_VERSION, migrate
+from assistant.library.schema import FTS_TRIGGERS, SCHEMA_VERSION, LibraryOpenError, check_library_file, migrate
 
 _PAPER_COLUMNS = (
     "id, citekey, entry_type, doi, arxiv_id, title, abstract, authors, year, venue, keywords, url, "
@@ -74,6 +74,7 @@ class Library:
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
+        check_library_file(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=60)
         conn.execute("PRAGMA journal_mode = WAL")
@@ -407,4 +408,4 @@ class Library:
         }
 
 
-__all__ = ["Library", "SCHEMA_VERSION", "content_hash", "merge_papers"]
+__all__ = ["Library", "LibraryOpenError", "SCHEMA_VERSION", "content_hash", "merge_papers"]

@@ -117,6 +117,15 @@ def test_cli_recommend_json_and_errors(setup, tmp_path):
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert len(data["items"]) == 3 and data["items"][0]["citekey"] and "fused" in data["items"][0]["ranks"]
+    with_bib = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "2", "--json", "--bibtex",
+                                    "--need", "I need a method citation"])
+    assert with_bib.exit_code == 0, with_bib.output
+    items = json.loads(with_bib.stdout)["items"]
+    assert [it["bibtex"].startswith("@") and f"{{{it['citekey']}," in it["bibtex"] for it in items] == [True, True]
+    text = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "2", "--bibtex", "--no-intent"])
+    assert text.exit_code == 0 and text.stdout.count("\n@") == 2
+    typo = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "--need", "cookies"])
+    assert typo.exit_code == 2 and "cannot tell which intent" in typo.output
     empty = runner.invoke(main, ["--db", str(lib.path), "recommend", "  [3] "])
     assert empty.exit_code != 0 and "empty" in empty.output
     fresh = Library(tmp_path / "noindex.sqlite")

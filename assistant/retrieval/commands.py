@@ -109,9 +109,14 @@ def index(ctx, db, encoder_name, kind, max_length, reuse_from, budget_s, batch_s
 @click.option("--no-bm25", is_flag=True, help="Dense only.")
 @click.option("--no-intent", is_flag=True, help="Skip intent labelling.")
 @click.option("--max-year", type=int, default=None, help="Only papers published in or before this year.")
+@click.option("--need", default=None, metavar="INTENT",
+              help="Intent-aware ranking: favour papers the library cites for this purpose "
+                   "(background, method or result; 'I need a method citation' works too).")
+@click.option("--bibtex", is_flag=True, help="Also print each result's BibTeX entry (in JSON: a 'bibtex' field).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def recommend(ctx, text, db, mode, title, abstract, k, candidates, reranker, fusion, no_dense, no_bm25, no_intent, max_year, as_json):
+def recommend(ctx, text, db, mode, title, abstract, k, candidates, reranker, fusion, no_dense, no_bm25, no_intent,
+              max_year, need, bibtex, as_json):
     """Recommend papers from the library for TEXT (a citation context, paragraph, or nothing + --title/--abstract)."""
     from dataclasses import replace
 
@@ -119,12 +124,21 @@ def recommend(ctx, text, db, mode, title, abstract, k, candidates, reranker, fus
     from assistant.retrieval.query import EmptyQueryError, Query
     from assistant.retrieval.searcher import RetrievalError
 
+    from assistant.retrieval.intent_stage import parse_intent_preference
+
     if k <= 0:
         raise click.BadParameter("must be positive", param_hint="-k")
+    try:
+        preference = parse_intent_preference(need)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--need") from None
+    if preference and no_intent:
+        raise click.UsageError("--need ranks by intent: it cannot be combined with --no-intent")
     library = _open_library(ctx, db)
     try:
         config = PipelineConfig(k=k, candidates=max(candidates, k), reranker=None, use_dense=not no_dense,
-                                use_bm25=not no_bm25, use_intent=not no_intent, max_year=max_year)
+                                use_bm25=not no_bm25, use_intent=not no_intent, max_year=max_year,
+                                intent_preference=preference)
         if reranker == "auto":
             shipped = shipped_reranker()
             if shipped is not None:
@@ -148,18 +162,26 @@ def recommend(ctx, text, db, mode, title, abstract, k, candidates, reranker, fus
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
-        click.echo(json.dumps(result_to_dict(result), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(result_to_dict(result, bibtex=bibtex), indent=2, ensure_ascii=False))
         return
-    click.echo(f"mode: {result.mode}   ({result.timings_ms.get('total', 0):.0f} ms)")
+    need_note = f", ranked for a {preference} citation" if preference else ""
+    click.echo(f"mode: {result.mode}{need_note}   ({result.timings_ms.get('total', 0):.0f} ms)")
     for rank, item in enumerate(result.items, start=1):
         p = item.paper
         authors = p.first_author_lastname + (" et al." if len(p.authors) > 1 else "")
         intent = f"  [{item.intent}]" if item.intent else ""
         click.echo(f"{rank:>3}. {p.citekey or p.id}  {p.title} ({authors}, {p.year or 'n.d.'})  score {item.score:.3f}{intent}")
+    if bibtex and result.items:
+        from assistant.library.export import paper_to_bibtex
+
+        click.echo("")
+        click.echo("\n".join(paper_to_bibtex(item.paper) for item in result.items), nl=False)
 
 
-def result_to_dict(result) -> dict:
-    """JSON-friendly view of a RecommendationResult."""
+def result_to_dict(result, bibtex: bool = False) -> dict:
+    """JSON-friendly view of a RecommendationResult (with each paper's BibTeX entry when ``bibtex``)."""
+    if bibtex:
+        from assistant.library.export import paper_to_bibtex
     return {
         "query": result.query.display_text(),
         "mode": result.mode,
@@ -171,6 +193,7 @@ def result_to_dict(result) -> dict:
                 "year": it.paper.year, "doi": it.paper.doi, "score": round(float(it.score), 6),
                 "scores": {k: round(float(v), 6) for k, v in it.scores.items()}, "ranks": it.ranks,
                 "intent": it.intent, "intent_confidence": it.intent_confidence, "intent_probs": it.intent_probs,
+                **({"bibtex": paper_to_bibtex(it.paper)} if bibtex else {}),
             }
             for rank, it in enumerate(result.items, start=1)
         ],

@@ -8,7 +8,11 @@ Latin-1 ``.tex`` file must not turn it into a Unix UTF-8 one behind the user's b
 from __future__ import annotations
 
 import codecs
+import os
+import secrets
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 #: Legacy encodings tried, in order, when a file is not UTF-8 (latin-1 decodes any byte).
 LEGACY_ENCODINGS = ("cp1252", "latin-1")
@@ -97,3 +101,28 @@ def latex_escape_unencodable(text: str, fmt: TextFormat) -> str:
             raise ValueError(f"{ch!r} (U+{ord(ch):04X}) cannot be written in {fmt.encoding} and has no LaTeX macro")
         text = text.replace(ch, macro if macro.startswith("{") else "{" + macro + "}")
     return text
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` all at once (a temporary file in the same folder, fsync,
+    ``os.replace``): a failure leaves the old file as it was. An existing file keeps its
+    permissions; a new one gets the usual ones (0666 less the umask, not mkstemp's 0600)."""
+    path = Path(path)
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

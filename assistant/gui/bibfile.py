@@ -12,16 +12,15 @@ that would lose or break an entry is refused and the file stays untouched.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import bibtexparser
 
-from assistant.textfile import BinaryFileError, TextFormat, decode_text, encode_text, latex_escape_unencodable
+from assistant.textfile import (BinaryFileError, TextFormat, decode_text, encode_text, latex_escape_unencodable,
+                               write_atomic)
 
 log = logging.getLogger(__name__)
 
@@ -146,21 +145,6 @@ def _rename_entry(entry_text: str, old: str, new: str) -> str:
     return re.sub(r"(@\s*\w+\s*[{(]\s*)" + re.escape(old) + r"\s*,", rf"\g<1>{new},", entry_text, count=1)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def append_entry(path: Path | str, entry_text: str) -> AppendResult:
     """Append one BibTeX entry to ``path`` (created if missing) unless it is already there."""
     path = Path(path)
@@ -225,7 +209,8 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         shutil.copy2(path, backup)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, old_bytes + encode_text(addition, fmt, whole_file=not old_bytes))  # the old bytes stay as they were
+    # the old bytes stay as they were
+    write_atomic(path, old_bytes + encode_text(addition, fmt, whole_file=not old_bytes))
     log.info("added %s to %s", key, path)
     return AppendResult(status, key, path, backup)
 

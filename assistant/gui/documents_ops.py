@@ -12,7 +12,7 @@ from assistant.gui.bibfile import append_entry, entry_number
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.engine import paper_bibtex
 from assistant.gui.settings import bib_for_manuscript, remember_bib
-from assistant.textfile import BinaryFileError, TextFormat, decode_text, encode_text, unencodable
+from assistant.textfile import BinaryFileError, TextFormat, decode_text, encode_text, unencodable, write_atomic
 
 MANUSCRIPT_FILTER = "Manuscripts (*.tex *.md *.markdown *.txt);;LaTeX (*.tex);;Markdown (*.md);;Text (*.txt)"
 
@@ -147,30 +147,15 @@ class DocumentOps:
         return self._write(editor, editor.state.path)
 
     def _write(self, editor: ManuscriptEditor, path: Path) -> bool:
-        import os
-        import shutil
-        import tempfile
         from dataclasses import replace
 
         text, fmt = editor.toPlainText(), editor.state.text_format
         lost, was = unencodable(text, fmt), fmt.encoding
         if lost:  # never drop what the user typed: switch this file to UTF-8 and say so
             fmt = replace(fmt, encoding="utf-8", bom=b"")
-        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(encode_text(text, fmt))
-            if path.exists():
-                shutil.copymode(path, tmp)
-            else:  # mkstemp's 0600 would hide a new manuscript from the user's group
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, path)
+            write_atomic(path, encode_text(text, fmt))
         except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
             self.show_error("Cannot save", f"{path}: {exc}")
             return False
         editor.state.text_format = fmt

@@ -103,9 +103,8 @@ class SchemaTooNewError(LibraryOpenError):
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def check_library_file(path) -> None:
-    """Refuse, before anything is written, a file that is not SQLite or an SQLite database of another
-    program (a ``zotero.sqlite`` given as the library): opening it would add our tables to it."""
+def check_library_file(path: Path) -> None:
+    """Refuse a folder or a file that is not SQLite before anything opens it."""
     path = Path(path)
     if path.is_dir():
         raise LibraryOpenError(f"{path} is a folder; the library is one .sqlite file")
@@ -113,19 +112,18 @@ def check_library_file(path) -> None:
         return
     with open(path, "rb") as fh:
         head = fh.read(16)
-    if not head:
-        return  # an empty file becomes a new library
-    if head != _SQLITE_MAGIC:
+    if head and head != _SQLITE_MAGIC:  # an empty file becomes a new library
         raise LibraryOpenError(f"{path} is not a Cite-Assist library (not an SQLite database)")
-    uri = "file:" + str(path.resolve()).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True)
+
+
+def check_not_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse, before anything is written, an SQLite database of another program (a ``zotero.sqlite``
+    given as the library): migrating it would add our tables to it."""
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
         raise LibraryOpenError(f"{path} is not a readable SQLite database ({exc})") from exc
-    finally:
-        conn.close()
     if version == 0 and tables - {"sqlite_sequence"}:
         names = ", ".join(sorted(tables)[:5])
         raise LibraryOpenError(

@@ -23,7 +23,7 @@ import sqlite_utils
 from assistant.library import citekeys
 from assistant.library.models import Citation, ImportOutcome, Paper
 from assistant.library.normalize import author_key, normalize_doi, title_key
-from assistant.library.schema import FTS_TRIGGERS, SCHEMA_VERSION, LibraryOpenError, check_library_file, migrate
+from assistant.library.schema import FTS_TRIGGERS, SCHEMA_VERSION, LibraryOpenError, check_library_file, check_not_foreign, migrate
 
 _PAPER_COLUMNS = (
     "id, citekey, entry_type, doi, arxiv_id, title, abstract, authors, year, venue, keywords, url, "
@@ -77,6 +77,11 @@ class Library:
         check_library_file(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=60)
+        try:
+            check_not_foreign(conn, self.path)
+        except LibraryOpenError:
+            conn.close()
+            raise
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")

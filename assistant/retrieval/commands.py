@@ -121,10 +121,9 @@ def recommend(ctx, text, db, mode, title, abstract, k, candidates, reranker, fus
     from dataclasses import replace
 
     from assistant.retrieval.pipeline import PipelineConfig, Recommender, shipped_reranker
+    from assistant.retrieval.intent_stage import parse_intent_preference
     from assistant.retrieval.query import EmptyQueryError, Query
     from assistant.retrieval.searcher import RetrievalError
-
-    from assistant.retrieval.intent_stage import parse_intent_preference
 
     if k <= 0:
         raise click.BadParameter("must be positive", param_hint="-k")

@@ -41,7 +41,9 @@ class LazyGroup(click.Group):
         except ModuleNotFoundError as exc:
             if exc.name != module_name:
                 raise  # a real missing dependency: let it surface
-            click.echo(f"warning: command '{cmd_name}' is not available ({module_name} missing)", err=True)
+            click.echo(
+                f"warning: command '{cmd_name}' is not available ({module_name} missing)", err=True
+            )
             return None
         command = getattr(module, attr)
         if not isinstance(command, click.Command):

@@ -44,11 +44,11 @@ def decode_text(data: bytes) -> tuple[str, TextFormat]:
     bom, encoding = _bom(data)
     if not bom and b"\x00" in data[:8192]:
         raise BinaryFileError("binary file, not text")
-    body = data[len(bom):]
+    body = data[len(bom) :]
     if bom:
         text = body.decode(encoding)
     else:
-        for encoding in ("utf-8",) + LEGACY_ENCODINGS:
+        for encoding in ("utf-8", *LEGACY_ENCODINGS):
             try:
                 text = body.decode(encoding)
                 break
@@ -60,8 +60,11 @@ def decode_text(data: bytes) -> tuple[str, TextFormat]:
 
 
 def _bom(data: bytes) -> tuple[bytes, str]:
-    for bom, encoding in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
-                          (codecs.BOM_UTF16_BE, "utf-16-be")):
+    for bom, encoding in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
         if data.startswith(bom):
             return bom, encoding
     return b"", "utf-8"
@@ -98,7 +101,9 @@ def latex_escape_unencodable(text: str, fmt: TextFormat) -> str:
     for ch in unencodable(text, fmt):
         macro = unicode_to_latex(ch)
         if macro == ch:
-            raise ValueError(f"{ch!r} (U+{ord(ch):04X}) cannot be written in {fmt.encoding} and has no LaTeX macro")
+            raise ValueError(
+                f"{ch!r} (U+{ord(ch):04X}) cannot be written in {fmt.encoding} and has no LaTeX macro"
+            )
         text = text.replace(ch, macro if macro.startswith("{") else "{" + macro + "}")
     return text
 

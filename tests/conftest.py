@@ -42,7 +42,9 @@ def _session_models_dir(factory) -> Path:
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data not found at {SHARED_DATA} (needs ../shared/data next to the repo)")
+        pytest.skip(
+            f"shared data not found at {SHARED_DATA} (needs ../shared/data next to the repo)"
+        )
     return SHARED_DATA
 
 
@@ -66,7 +68,11 @@ def acm_dl_dir(shared_data, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def acm_dl_sample_files(shared_data, tmp_path_factory) -> list[Path]:
     """A few real ACM-DL files (small venues), extracted without unpacking the whole archive."""
-    wanted = ("acm-dl/ictir/ictir-2019.bib", "acm-dl/chiir/chiir-2019.bib", "acm-dl/wsdm/wsdm-2019.bib")
+    wanted = (
+        "acm-dl/ictir/ictir-2019.bib",
+        "acm-dl/chiir/chiir-2019.bib",
+        "acm-dl/wsdm/wsdm-2019.bib",
+    )
     out = tmp_path_factory.mktemp("acm-sample")
     with tarfile.open(shared_data / "acm-cr" / "acm-dl.tar.xz") as tar:
         members = [m for m in tar.getmembers() if m.name in wanted]

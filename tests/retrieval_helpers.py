@@ -38,7 +38,9 @@ def load_test_encoder(tmp_path_factory, max_length: int = 128):
     """The default MiniLM encoder from the session's models dir (built once per session)."""
     import conftest
 
-    models = os.environ.get("ASSISTANT_TEST_MODELS") or str(conftest._session_models_dir(tmp_path_factory))
+    models = os.environ.get("ASSISTANT_TEST_MODELS") or str(
+        conftest._session_models_dir(tmp_path_factory)
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASSISTANT_MODELS", models)
         from assistant.retrieval.index import load_index_encoder
@@ -74,8 +76,16 @@ def add_dev_paper(library: Library, acm_dev_dir: Path) -> tuple[int, list[int]]:
     if not xml.exists():
         pytest.skip(f"{xml} not found")
     paper = read_citing_paper(xml)
-    outcome = library.add_paper(Paper(title=paper.title, abstract=paper.abstract, doi=paper.doi,
-                                      entry_type="inproceedings", year=2020, venue="CHIIR '20"))
+    outcome = library.add_paper(
+        Paper(
+            title=paper.title,
+            abstract=paper.abstract,
+            doi=paper.doi,
+            entry_type="inproceedings",
+            year=2020,
+            venue="CHIIR '20",
+        )
+    )
     manuscript = library.get_by_doi(paper.doi)
     cited = []
     for ref in paper.references.values():
@@ -96,7 +106,10 @@ def chiir_library(tmp_path_factory, acm_dl_sample_files, acm_dev_dir):
     from assistant.retrieval.index import build_index
 
     encoder = load_test_encoder(tmp_path_factory)
-    lib = make_library(tmp_path_factory.mktemp("chiir") / "lib.sqlite", sample_file(acm_dl_sample_files, "chiir-2019"))
+    lib = make_library(
+        tmp_path_factory.mktemp("chiir") / "lib.sqlite",
+        sample_file(acm_dl_sample_files, "chiir-2019"),
+    )
     manuscript, cited = add_dev_paper(lib, acm_dev_dir)
     build_index(lib, encoder)
     yield SimpleNamespace(lib=lib, encoder=encoder, manuscript=manuscript, cited=cited)

@@ -17,8 +17,12 @@ retriever.index(bm25s.tokenize(["click models for web search", "unbiased learnin
 
 
 def _stderr(verbose: bool) -> str:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, "1" if verbose else "0"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "1" if verbose else "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return done.stderr
 

@@ -18,7 +18,7 @@ FIX = Path(__file__).parent / "fixtures" / "documents"
 
 def _check_offsets(doc, source: str) -> None:
     for s in doc.sentences():
-        assert source[s.start:s.end] == s.text
+        assert source[s.start : s.end] == s.text
 
 
 def test_latex_draft():
@@ -30,7 +30,10 @@ def test_latex_draft():
     assert [s.heading for s in doc.sections] == ["Introduction", "Related Work"]
     _check_offsets(doc, src)
     cited = [(m.kind, m.labels) for s in doc.sentences() for m in s.markers]
-    assert cited == [("latex", ["he2010context", "bhagavatula2018content"]), ("latex", ["robertson2009bm25"])]
+    assert cited == [
+        ("latex", ["he2010context", "bhagavatula2018content"]),
+        ("latex", ["robertson2009bm25"]),
+    ]
     texts = [s.text for s in doc.sentences()]
     assert not any("nothing" in t or "mathbf" in t for t in texts)  # comments and equations masked
 
@@ -42,15 +45,25 @@ def test_markdown_draft_from_text():
     assert [s.heading for s in doc.sections] == ["Introduction", "Related Work"]
     _check_offsets(doc, src)
     keys = [m.labels for s in doc.sentences() for m in s.markers]
-    assert keys == [["he2010context", "bhagavatula2018content"], ["jeong2020"]]  # code block ignored
+    assert keys == [
+        ["he2010context", "bhagavatula2018content"],
+        ["jeong2020"],
+    ]  # code block ignored
 
 
 def test_plain_text_draft_with_reference_list():
     doc = parse_draft(FIX / "draft.txt")
     assert doc.title == "Citation Contexts in Practice"
     assert [r.number for r in doc.references] == [1, 2, 3, 4]
-    resolved = {s.text[:20]: [doc.references[i].number for i in s.reference_indices()] for s in doc.citing_sentences()}
-    assert resolved == {"Citation recommendat": [1, 2], "Smith et al. (2019) ": [3], "Previous studies hav": [4, 3]}
+    resolved = {
+        s.text[:20]: [doc.references[i].number for i in s.reference_indices()]
+        for s in doc.citing_sentences()
+    }
+    assert resolved == {
+        "Citation recommendat": [1, 2],
+        "Smith et al. (2019) ": [3],
+        "Previous studies hav": [4, 3],
+    }
 
 
 @pytest.mark.parametrize("scorer", [CueScorer(), None])
@@ -58,9 +71,14 @@ def test_missing_citations_in_drafts(scorer):
     for name in ("draft.tex", "draft.md", "draft.txt"):
         missing = find_missing_citations(FIX / name, scorer=scorer)
         sentences = [m.sentence for m in missing]
-        assert any(s.startswith("It has been shown that dense retrieval") for s in sentences), (name, sentences)
-        assert not any("We describe our own method" in s or "described in Section 3" in s or "We thank" in s
-                       for s in sentences), (name, sentences)
+        assert any(s.startswith("It has been shown that dense retrieval") for s in sentences), (
+            name,
+            sentences,
+        )
+        assert not any(
+            "We describe our own method" in s or "described in Section 3" in s or "We thank" in s
+            for s in sentences
+        ), (name, sentences)
         for m in missing:
             assert 0.5 <= m.score <= 1.0 and m.start is not None
 
@@ -68,8 +86,12 @@ def test_missing_citations_in_drafts(scorer):
 def test_shipped_scorer_is_learned_and_ranks_claims_higher():
     scorer = default_scorer()
     assert isinstance(scorer, LearnedScorer)
-    claim, own = scorer.score(["Previous studies have shown that neural rankers outperform BM25 on many benchmarks.",
-                               "We report the results of our method in Table 3."])
+    claim, own = scorer.score(
+        [
+            "Previous studies have shown that neural rankers outperform BM25 on many benchmarks.",
+            "We report the results of our method in Table 3.",
+        ]
+    )
     assert claim.probability > 0.5 > own.probability
 
 
@@ -83,14 +105,18 @@ class FakeRecommender:
         from assistant.library.models import Paper
 
         self.queries.append(query.text)
-        paper = Paper("Dense Passage Retrieval", id=7, year=2020, doi="10.1/dpr", citekey="karpukhin2020dense")
+        paper = Paper(
+            "Dense Passage Retrieval", id=7, year=2020, doi="10.1/dpr", citekey="karpukhin2020dense"
+        )
         return SimpleNamespace(items=[SimpleNamespace(paper=paper, score=0.9, intent="background")])
 
 
 def test_missing_citations_get_recommendations():
     rec = FakeRecommender()
     missing = find_missing_citations(FIX / "draft.tex", recommender=rec, k=3)
-    assert missing and all(m.recommendations[0]["title"] == "Dense Passage Retrieval" for m in missing)
+    assert missing and all(
+        m.recommendations[0]["title"] == "Dense Passage Retrieval" for m in missing
+    )
     assert not any("\\" in q for q in rec.queries)  # LaTeX stripped from queries
 
 
@@ -99,12 +125,18 @@ def test_the_manuscript_itself_is_kept_out_of_its_recommendations(tmp_path):
     from assistant.library.store import Library
 
     with Library(tmp_path / "lib.sqlite") as library:
-        own = library.add_paper(Paper("Neural re-ranking for citation recommendation", authors=["Doe, J."])).id
-        other = library.add_paper(Paper("Neural ranking for citation recommendation", authors=["Roe, R."])).id
+        own = library.add_paper(
+            Paper("Neural re-ranking for citation recommendation", authors=["Doe, J."])
+        ).id
+        other = library.add_paper(
+            Paper("Neural ranking for citation recommendation", authors=["Roe, R."])
+        ).id
         rec = FakeRecommender()
         rec.library = library
         seen = []
-        rec.recommend = lambda query, config=None: seen.append(query) or FakeRecommender.recommend(rec, query)
+        rec.recommend = lambda query, config=None: (
+            seen.append(query) or FakeRecommender.recommend(rec, query)
+        )
         assert find_missing_citations(FIX / "draft.tex", recommender=rec, k=3)
     assert seen and all(own in q.cited_ids and other not in q.cited_ids for q in seen)
 
@@ -112,14 +144,24 @@ def test_the_manuscript_itself_is_kept_out_of_its_recommendations(tmp_path):
 def test_manuscript_cli_json_on_drafts_and_pdf(tmp_path):
     runner = CliRunner()
     for name in ("draft.tex", "draft.md", "draft.txt"):
-        result = runner.invoke(manuscript, [str(FIX / name), "--json", "--no-recommend", "--db",
-                                            str(tmp_path / "none.sqlite")])
+        result = runner.invoke(
+            manuscript,
+            [str(FIX / name), "--json", "--no-recommend", "--db", str(tmp_path / "none.sqlite")],
+        )
         assert result.exit_code == 0, result.output
         data = json.loads(result.output)
         assert data["missing"] and data["sentences"] >= 4 and data["citing_sentences"] >= 1
     bib = tmp_path / "unmatched.bib"
-    result = runner.invoke(manuscript, [str(FIX / "draft.txt"), "--db", str(tmp_path / "none.sqlite"),
-                                        "--unmatched-bib", str(bib)])
+    result = runner.invoke(
+        manuscript,
+        [
+            str(FIX / "draft.txt"),
+            "--db",
+            str(tmp_path / "none.sqlite"),
+            "--unmatched-bib",
+            str(bib),
+        ],
+    )
     assert result.exit_code == 0 and "may need a citation" in result.output
     assert "no recommendations" in result.output and "4 unmatched reference(s)" in result.output
     assert bib.read_text().count("@inproceedings{") == 4
@@ -135,7 +177,10 @@ def test_manuscript_cli_with_real_recommender(tmp_path):
     db = tmp_path / "lib.sqlite"
     lib = Library(db)
     for title, abstract in [
-        ("Dense passage retrieval for open-domain question answering", "Dense retrieval outperforms BM25."),
+        (
+            "Dense passage retrieval for open-domain question answering",
+            "Dense retrieval outperforms BM25.",
+        ),
         ("Passage re-ranking with BERT", "BERT cross-encoders re-rank passages; state of the art."),
         ("The probabilistic relevance framework: BM25 and beyond", "The BM25 ranking function."),
     ]:
@@ -143,10 +188,14 @@ def test_manuscript_cli_with_real_recommender(tmp_path):
     lib.close()
     runner = CliRunner()
     assert runner.invoke(index_cmd, ["--db", str(db), "-q"]).exit_code == 0
-    result = runner.invoke(manuscript, [str(FIX / "draft.tex"), "--db", str(db), "--json", "-k", "2"])
+    result = runner.invoke(
+        manuscript, [str(FIX / "draft.tex"), "--db", str(db), "--json", "-k", "2"]
+    )
     assert result.exit_code == 0, result.output
     missing = json.loads(result.output)["missing"]
-    dense = next(m for m in missing if m["sentence"].startswith("It has been shown that dense retrieval"))
+    dense = next(
+        m for m in missing if m["sentence"].startswith("It has been shown that dense retrieval")
+    )
     assert dense["recommendations"][0]["title"].startswith("Dense passage retrieval")
 
 
@@ -163,7 +212,9 @@ Dense retrieval works \cite{smith19, lee20}. Sparse retrieval was studied before
 """
     doc = parse_draft(src)
     assert [(r.key, r.title, r.year) for r in doc.references] == [
-        ("smith19", "Dense retrieval for everything", 2019), ("lee20", "Sparse retrieval", 2020)]
+        ("smith19", "Dense retrieval for everything", 2019),
+        ("lee20", "Sparse retrieval", 2020),
+    ]
     [cited] = doc.citing_sentences()
     assert cited.reference_indices() == [0, 1]
     assert doc.references[0].venue == "Proc. SIGIR"
@@ -175,11 +226,17 @@ def test_manuscript_cli_refuses_binary_and_empty_files_and_reads_legacy_encoding
     (tmp_path / "paper.docx").write_bytes(b"PK\x03\x04\x00\x00" * 64)
     (tmp_path / "empty.tex").write_text("  \n")
     result = runner.invoke(manuscript, [str(tmp_path / "paper.docx"), *db])
-    assert result.exit_code == 1 and "paper.docx: binary file" in result.output and ".tex" in result.output
+    assert (
+        result.exit_code == 1
+        and "paper.docx: binary file" in result.output
+        and ".tex" in result.output
+    )
     result = runner.invoke(manuscript, [str(tmp_path / "empty.tex"), *db])
     assert result.exit_code == 1 and "empty.tex: empty file" in result.output
     legacy = tmp_path / "legacy.txt"
-    legacy.write_bytes("Caf\u00e9 culture has been studied extensively in sociology [1].\r\n".encode("cp1252"))
+    legacy.write_bytes(
+        "Caf\u00e9 culture has been studied extensively in sociology [1].\r\n".encode("cp1252")
+    )
     doc = parse_draft(legacy)
     first = next(doc.sentences())
     assert "Caf\u00e9 culture" in first.text and first.markers

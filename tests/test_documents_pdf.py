@@ -11,7 +11,9 @@ import pytest
 
 from assistant.documents.pdf import parse_pdf
 
-_spec = importlib.util.spec_from_file_location("pdfgen", Path(__file__).parent / "fixtures" / "documents" / "pdfgen.py")
+_spec = importlib.util.spec_from_file_location(
+    "pdfgen", Path(__file__).parent / "fixtures" / "documents" / "pdfgen.py"
+)
 pdfgen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pdfgen)
 
@@ -53,19 +55,26 @@ def test_markers_resolve_to_numbered_references(generated):
     assert [doc.references[i].number for i in smith.reference_indices()] == [4]
     rng = next(s for t, s in by_text.items() if "passage re-ranking [2-4]" in t)
     assert [doc.references[i].number for i in rng.reference_indices()] == [2, 3, 4]
-    ctx = [c for c in doc.citation_contexts() if c.sentence.startswith("Early systems")][0]
+    ctx = next(c for c in doc.citation_contexts() if c.sentence.startswith("Early systems"))
     assert ctx.section == "INTRODUCTION"
     assert ctx.before.startswith("Citation recommendation has been studied")
     assert ctx.after.startswith("Smith et al.")
     r2 = doc.references[1]
-    assert r2.doi == "10.18653/v1/n18-1022" and r2.year == 2018 and r2.title == "Content-Based Citation Recommendation"
+    assert (
+        r2.doi == "10.18653/v1/n18-1022"
+        and r2.year == 2018
+        and r2.title == "Content-Based Citation Recommendation"
+    )
     assert doc.references[3].arxiv_id == "1901.01234"
 
 
 def _gold(xml_path: Path) -> tuple[str, list[tuple[str, set[str]]]]:
     root = ET.parse(xml_path).getroot()
-    cites = [(" ".join((s.text or "").split()), set((s.get("cites") or "").split(",")))
-             for s in root.iter("s") if s.get("cites")]
+    cites = [
+        (" ".join((s.text or "").split()), set((s.get("cites") or "").split(",")))
+        for s in root.iter("s")
+        if s.get("cites")
+    ]
     return " ".join((root.findtext("title") or "").split()), cites
 
 
@@ -73,8 +82,10 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
 
 
-@pytest.mark.parametrize("paper", ["sigir-2020/3397271.3401052", "chiir-2020/3343413.3378010",
-                                   "sigir-2020/3397271.3401198"])
+@pytest.mark.parametrize(
+    "paper",
+    ["sigir-2020/3397271.3401052", "chiir-2020/3343413.3378010", "sigir-2020/3397271.3401198"],
+)
 def test_dev_pdf_structure(acm_dev_dir, paper):
     from assistant.evaluation.pdf_eval import evaluate_paper
 
@@ -116,8 +127,13 @@ def test_all_dev_pdfs_meet_targets(acm_dev_dir):
 def test_author_year_paper_with_unnumbered_references(tmp_path):
     doc = parse_pdf(pdfgen.make_paper(tmp_path / "ay.pdf", style="author-year"))
     assert len(doc.references) == 5 and all(r.number is None for r in doc.references)
-    assert doc.abstract == pdfgen.ABSTRACT  # small-print references do not fool the body-size estimate
-    resolved = [[doc.references[i].first_author_lastname for i in s.reference_indices()] for s in doc.sentences()]
+    assert (
+        doc.abstract == pdfgen.ABSTRACT
+    )  # small-print references do not fool the body-size estimate
+    resolved = [
+        [doc.references[i].first_author_lastname for i in s.reference_indices()]
+        for s in doc.sentences()
+    ]
     assert resolved == [["He", "Bhagavatula"], ["Huang"], ["Bethard"]]
 
 
@@ -130,11 +146,19 @@ def test_superscript_markers(tmp_path):
     page.insert_text((72, 100), first, fontsize=10, fontname="helv")
     x = 72 + pymupdf.get_text_length(first, fontname="helv", fontsize=10)
     page.insert_text((x, 96), "1,2", fontsize=6.5, fontname="helv")
-    page.insert_text((x + 10, 100), " in many settings of open-domain question answering.", fontsize=10,
-                     fontname="helv")
+    page.insert_text(
+        (x + 10, 100),
+        " in many settings of open-domain question answering.",
+        fontsize=10,
+        fontname="helv",
+    )
     page.insert_text((72, 130), "References", fontsize=12, fontname="hebo")
-    page.insert_text((72, 150), "1. A. Smith. 2019. Dense retrieval. In SIGIR.", fontsize=8, fontname="helv")
-    page.insert_text((72, 162), "2. B. Lee. 2020. Dense retrieval again. In ACL.", fontsize=8, fontname="helv")
+    page.insert_text(
+        (72, 150), "1. A. Smith. 2019. Dense retrieval. In SIGIR.", fontsize=8, fontname="helv"
+    )
+    page.insert_text(
+        (72, 162), "2. B. Lee. 2020. Dense retrieval again. In ACL.", fontsize=8, fontname="helv"
+    )
     pdf.save(tmp_path / "sup.pdf")
     doc = parse_pdf(tmp_path / "sup.pdf")
     [sent] = list(doc.sentences())
@@ -148,19 +172,29 @@ def test_run_in_abstract_and_keywords_lncs_style(tmp_path):
 
     pdf = pymupdf.open()
     page = pdf.new_page()
-    page.insert_text((72, 80), "A Study of Run-in Abstracts in Papers", fontsize=16, fontname="hebo")
+    page.insert_text(
+        (72, 80), "A Study of Run-in Abstracts in Papers", fontsize=16, fontname="hebo"
+    )
     page.insert_text((72, 110), "Ann Author", fontsize=11, fontname="helv")
-    for y, line in [(140, "Abstract. We study how papers typeset abstracts as run-in paragraphs and"),
-                    (151, "show that a parser can recover them reliably from the first page of a paper."),
-                    (173, "Keywords: abstracts, parsing, layout")]:
+    for y, line in [
+        (140, "Abstract. We study how papers typeset abstracts as run-in paragraphs and"),
+        (151, "show that a parser can recover them reliably from the first page of a paper."),
+        (173, "Keywords: abstracts, parsing, layout"),
+    ]:
         page.insert_text((72, y), line, fontsize=9, fontname="helv")
     page.insert_text((72, 210), "1 Introduction", fontsize=12, fontname="hebo")
     for i in range(3):
-        page.insert_text((72, 226 + 13 * i), "Papers come in many layouts and a parser has to deal with all of them.",
-                         fontsize=10, fontname="helv")
+        page.insert_text(
+            (72, 226 + 13 * i),
+            "Papers come in many layouts and a parser has to deal with all of them.",
+            fontsize=10,
+            fontname="helv",
+        )
     pdf.save(tmp_path / "lncs.pdf")
     doc = parse_pdf(tmp_path / "lncs.pdf")
     assert doc.title == "A Study of Run-in Abstracts in Papers"
-    assert doc.abstract.startswith("We study how papers") and doc.abstract.endswith("first page of a paper.")
+    assert doc.abstract.startswith("We study how papers") and doc.abstract.endswith(
+        "first page of a paper."
+    )
     assert doc.keywords == ["abstracts", "parsing", "layout"]
     assert [s.heading for s in doc.sections] == ["Introduction"]

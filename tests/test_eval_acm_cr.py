@@ -4,18 +4,18 @@ re-checked from the written TREC run files, blacklist handling, CLI."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from retrieval_helpers import CHIIR_DEV, chiir_library  # noqa: F401 - session fixture
 
 from assistant.evaluation.acm_cr import evaluate_acm_cr
 from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_dois_file
 from assistant.evaluation.metrics import mean_metrics, query_metrics, read_trec_run
 from assistant.retrieval.pipeline import PipelineConfig, Recommender
-from retrieval_helpers import CHIIR_DEV, chiir_library  # noqa: F401 - session fixture
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,9 @@ def test_parse_dev_paper(setup):
 def test_eval_metrics_match_run_files(setup, tmp_path):
     papers, lib, rec = setup
     result = evaluate_acm_cr(papers, lib, rec.config, recommender=rec, run_dir=tmp_path / "runs")
-    candidates = {p.doi for p in lib.iter_papers() if p.doi and p.entry_type in ("article", "inproceedings")}
+    candidates = {
+        p.doi for p in lib.iter_papers() if p.doi and p.entry_type in ("article", "inproceedings")
+    }
     para, sent = _expected_queries(papers, candidates)
     assert para >= 1 and result["queries"] == {"paragraph": para, "sentence": sent}
     for level in ("paragraph", "sentence"):
@@ -75,32 +77,65 @@ def test_eval_metrics_match_run_files(setup, tmp_path):
                 expected = mean_metrics(rows)
                 got = result["levels"][level][variant][stage]
                 assert got == pytest.approx(expected), (level, variant, stage)
-    assert result["levels"]["sentence"]["enhanced"]["fused"]["R@100"] == 1.0  # tiny library: all found
+    assert (
+        result["levels"]["sentence"]["enhanced"]["fused"]["R@100"] == 1.0
+    )  # tiny library: all found
     assert result["latency_ms"]["prefilter"]["n"] == 2 * (para + sent)
 
 
 def test_blacklist_removes_candidates(setup, tmp_path):
     papers, lib, rec = setup
-    base = evaluate_acm_cr(papers, lib, rec.config, recommender=rec, variants=("plain",), levels=("sentence",))
+    base = evaluate_acm_cr(
+        papers, lib, rec.config, recommender=rec, variants=("plain",), levels=("sentence",)
+    )
     (paper,) = load_collection(papers)
     cited = {v.lower() for v in paper.references.values()}
     in_lib = sorted(p.doi for p in lib.iter_papers() if p.doi in cited)
     bl = tmp_path / "blacklist.txt"
     bl.write_text("\n".join(in_lib) + "\n")
     assert 0 < len(in_lib) < lib.count()
-    out = evaluate_acm_cr(papers, lib, rec.config, recommender=rec, variants=("plain",), levels=("sentence",), blacklist=bl)
-    assert base["queries"]["sentence"] > 0 and out["queries"] == {}  # every cited paper is blacklisted
+    out = evaluate_acm_cr(
+        papers,
+        lib,
+        rec.config,
+        recommender=rec,
+        variants=("plain",),
+        levels=("sentence",),
+        blacklist=bl,
+    )
+    assert (
+        base["queries"]["sentence"] > 0 and out["queries"] == {}
+    )  # every cited paper is blacklisted
 
 
 def test_cli_json(setup, tmp_path):
     papers, lib, _ = setup
     from assistant.cli import main
 
-    out = CliRunner().invoke(main, ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--level", "paragraph",
-                                    "--variant", "plain", "--runs", str(tmp_path / "r"), "--json"])
+    out = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "acm-cr",
+            str(papers),
+            "--db",
+            str(lib.path),
+            "--level",
+            "paragraph",
+            "--variant",
+            "plain",
+            "--runs",
+            str(tmp_path / "r"),
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert set(data["levels"]) == {"paragraph"} and set(data["levels"]["paragraph"]["plain"]) == {"bm25", "dense", "fused"}
+    assert set(data["levels"]) == {"paragraph"} and set(data["levels"]["paragraph"]["plain"]) == {
+        "bm25",
+        "dense",
+        "fused",
+    }
     assert any(f.endswith("paragraph-plain-fused.run") for f in data["run_files"])
 
 
@@ -111,19 +146,43 @@ def test_cli_fusion_overrides_reach_the_pipeline(setup, tmp_path):
     from assistant.evaluation.metrics import read_trec_run
 
     def run(weight: str, runs: Path) -> dict:
-        out = CliRunner().invoke(main, ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--level", "sentence",
-                                        "--variant", "plain", "--dense-weight", weight, "--depth", "150",
-                                        "--runs", str(runs), "--json"])
+        out = CliRunner().invoke(
+            main,
+            [
+                "eval",
+                "acm-cr",
+                str(papers),
+                "--db",
+                str(lib.path),
+                "--level",
+                "sentence",
+                "--variant",
+                "plain",
+                "--dense-weight",
+                weight,
+                "--depth",
+                "150",
+                "--runs",
+                str(runs),
+                "--json",
+            ],
+        )
         assert out.exit_code == 0, out.output
         return json.loads(out.stdout)
 
     data = run("1", tmp_path / "w1")
     assert data["config"]["dense_weight"] == 1.0 and data["config"]["depth"] == 150
-    fused, dense = (read_trec_run(tmp_path / "w1" / f"sentence-plain-{s}.run") for s in ("fused", "dense"))
+    fused, dense = (
+        read_trec_run(tmp_path / "w1" / f"sentence-plain-{s}.run") for s in ("fused", "dense")
+    )
     assert fused and fused == dense
     run("0", tmp_path / "w0")
-    fused, bm25 = (read_trec_run(tmp_path / "w0" / f"sentence-plain-{s}.run") for s in ("fused", "bm25"))
-    assert fused.keys() == bm25.keys() and all(fused[q][:len(bm25[q])] == bm25[q] for q in bm25)
+    fused, bm25 = (
+        read_trec_run(tmp_path / "w0" / f"sentence-plain-{s}.run") for s in ("fused", "bm25")
+    )
+    assert fused.keys() == bm25.keys() and all(fused[q][: len(bm25[q])] == bm25[q] for q in bm25)
     assert fused != dense  # the two weights gave different fused rankings
-    bad = CliRunner().invoke(main, ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--dense-weight", "1.5"])
+    bad = CliRunner().invoke(
+        main, ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--dense-weight", "1.5"]
+    )
     assert bad.exit_code == 2 and "--dense-weight" in bad.output

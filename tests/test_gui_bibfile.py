@@ -61,7 +61,9 @@ def test_duplicates_by_key_and_doi_are_not_added(tmp_path):
     again = append_entry(bib, ENTRY_A)
     assert again.status in ("duplicate-doi", "duplicate-key") and not again.written
     # same DOI under another key: the key already in the file is the one to cite
-    other_key = ENTRY_A.replace("karpukhin2020dense", "dpr").replace("doi = {10.18653", "doi = {https://doi.org/10.18653")
+    other_key = ENTRY_A.replace("karpukhin2020dense", "dpr").replace(
+        "doi = {10.18653", "doi = {https://doi.org/10.18653"
+    )
     dup = append_entry(bib, other_key)
     assert dup.status == "duplicate-doi" and dup.key == "karpukhin2020dense"
     assert bib.read_text(encoding="utf-8") == before
@@ -116,9 +118,11 @@ def test_normalize_doi():
 
 
 # --- textops ----------------------------------------------------------------------------------
-TEX = ("Dense retrievers encode queries and passages separately, e.g. with BERT. "
-       "BM25 remains a strong baseline \\cite{robertson2009bm25}.\n\n"
-       "Rerankers are slower but more accurate \\cite{}. Final words.")
+TEX = (
+    "Dense retrievers encode queries and passages separately, e.g. with BERT. "
+    "BM25 remains a strong baseline \\cite{robertson2009bm25}.\n\n"
+    "Rerankers are slower but more accurate \\cite{}. Final words."
+)
 
 
 def test_style_for_path():
@@ -130,7 +134,11 @@ def test_style_for_path():
 def test_citation_spans_all_styles():
     spans = textops.citation_spans("see \\citep[p.~3]{a, b} and [@x; @y, p. 4] and [2-4] or [7]")
     assert [(s.style, s.keys) for s in spans] == [
-        ("latex", ["a", "b"]), ("markdown", ["x", "y"]), ("numeric", ["2-4"]), ("numeric", ["7"])]
+        ("latex", ["a", "b"]),
+        ("markdown", ["x", "y"]),
+        ("numeric", ["2-4"]),
+        ("numeric", ["7"]),
+    ]
     assert textops.cited_keys(TEX, textops.LATEX) == {"robertson2009bm25"}
 
 
@@ -138,7 +146,9 @@ def test_sentence_and_query_modes():
     pos = TEX.index("queries")
     spec = textops.query_at(TEX, pos, pos)
     assert spec.mode == "local"
-    assert spec.text.startswith("Dense retrievers") and spec.text.endswith("with BERT.")  # "e.g." kept
+    assert spec.text.startswith("Dense retrievers") and spec.text.endswith(
+        "with BERT."
+    )  # "e.g." kept
     two = textops.query_at(TEX, 0, TEX.index("\n\n"))
     assert two.mode == "paragraph"
     assert textops.query_at(TEX, 0, len(TEX)).mode == "global"
@@ -164,17 +174,29 @@ def test_citation_edit_cursor_selection_slot_and_existing():
     out = textops.apply_edit(TEX, textops.citation_edit(TEX, pos, pos, "k3", textops.LATEX))
     assert "\\cite{robertson2009bm25,k3}" in out
     md = "Transformers changed NLP."
-    out = textops.apply_edit(md, textops.citation_edit(md, 0, len(md), "vaswani2017", textops.MARKDOWN))
+    out = textops.apply_edit(
+        md, textops.citation_edit(md, 0, len(md), "vaswani2017", textops.MARKDOWN)
+    )
     assert out == "Transformers changed NLP [@vaswani2017]."
-    out = textops.apply_edit(md, textops.citation_edit(md, 0, len(md), "x", textops.NUMERIC, number=3))
+    out = textops.apply_edit(
+        md, textops.citation_edit(md, 0, len(md), "x", textops.NUMERIC, number=3)
+    )
     assert out == "Transformers changed NLP [3]."
 
 
 def test_manuscript_meta_and_bib_detection(tmp_path):
-    tex = ("\\documentclass{article}\\title{Citation Recommendation\n for Drafts}\\begin{document}"
-           "\\begin{abstract} We study it. \\end{abstract}\\bibliography{refs}\\end{document}")
-    assert textops.manuscript_meta(tex, textops.LATEX) == ("Citation Recommendation for Drafts", "We study it.")
-    assert textops.bib_from_manuscript(tex, tmp_path / "paper.tex", textops.LATEX) == (tmp_path / "refs.bib").resolve()
+    tex = (
+        "\\documentclass{article}\\title{Citation Recommendation\n for Drafts}\\begin{document}"
+        "\\begin{abstract} We study it. \\end{abstract}\\bibliography{refs}\\end{document}"
+    )
+    assert textops.manuscript_meta(tex, textops.LATEX) == (
+        "Citation Recommendation for Drafts",
+        "We study it.",
+    )
+    assert (
+        textops.bib_from_manuscript(tex, tmp_path / "paper.tex", textops.LATEX)
+        == (tmp_path / "refs.bib").resolve()
+    )
     md = "---\ntitle: My Paper\nbibliography: lib.bib\n---\nText."
     assert textops.manuscript_meta(md, textops.MARKDOWN)[0] == "My Paper"
     assert textops.bib_from_manuscript(md, tmp_path / "p.md", textops.MARKDOWN).name == "lib.bib"
@@ -190,9 +212,11 @@ def test_append_keeps_a_latin1_crlf_file_as_it_is(tmp_path):
     assert append_entry(bib, entry).status == "added"
     data = bib.read_bytes()
     assert data.startswith(old.encode("cp1252"))
-    added = data[len(old.encode("cp1252")):].decode("cp1252")
+    added = data[len(old.encode("cp1252")) :].decode("cp1252")
     assert "\n" not in added.replace("\r\n", "")  # CRLF throughout
-    assert "Ko{\\v{c}}i, Ond{\\v{r}}ej and M\u00fcller, J\u00f6rg" in added  # ü/ö exist in cp1252, č/ř do not
+    assert (
+        "Ko{\\v{c}}i, Ond{\\v{r}}ej and M\u00fcller, J\u00f6rg" in added
+    )  # ü/ö exist in cp1252, č/ř do not
     assert [e.key for e in read_bib(bib)] == ["mueller1990", "karpukhin2020dense"]
 
 
@@ -201,7 +225,10 @@ def test_append_keeps_one_utf8_bom_and_refuses_binary(tmp_path):
     bib.write_bytes(b"\xef\xbb\xbf" + USER_BIB.encode("utf-8"))
     append_entry(bib, ENTRY_B)
     data = bib.read_bytes()
-    assert data.startswith(b"\xef\xbb\xbf" + USER_BIB.encode("utf-8")) and data.count(b"\xef\xbb\xbf") == 1
+    assert (
+        data.startswith(b"\xef\xbb\xbf" + USER_BIB.encode("utf-8"))
+        and data.count(b"\xef\xbb\xbf") == 1
+    )
     binary = tmp_path / "binary.bib"
     binary.write_bytes(b"\x00\x01\x02PK" * 50)
     with pytest.raises(BibFileError, match="binary file"):
@@ -212,9 +239,13 @@ def test_append_keeps_one_utf8_bom_and_refuses_binary(tmp_path):
 def test_text_file_round_trip_formats():
     from assistant.textfile import TextFormat, decode_text, encode_text, unencodable
 
-    for data in ("a\r\nb\r\n".encode("utf-8"), "\ufeffCaf\u00e9\n".encode("utf-8"), "Caf\u00e9\r\n".encode("cp1252"),
-                 "\ufeffx\ny\n".encode("utf-16-le")):
+    for data in (
+        b"a\r\nb\r\n",
+        "\ufeffCaf\u00e9\n".encode("utf-8"),
+        "Caf\u00e9\r\n".encode("cp1252"),
+        "\ufeffx\ny\n".encode("utf-16-le"),
+    ):
         text, fmt = decode_text(data)
         assert "\r" not in text and encode_text(text, fmt) == data
-    assert decode_text(b"x\r\ny\n") [1] == TextFormat("utf-8", "\r\n")  # ties go to CRLF
+    assert decode_text(b"x\r\ny\n")[1] == TextFormat("utf-8", "\r\n")  # ties go to CRLF
     assert unencodable("Ko\u010di M\u00fcller \u010d", TextFormat("cp1252")) == ["\u010d"]

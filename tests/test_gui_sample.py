@@ -11,8 +11,10 @@ import pytest
 
 from assistant.gui import sample
 
-pytestmark = pytest.mark.skipif(not sample.SAMPLE_BIB.is_file() or not sample.SAMPLE_DRAFT.is_file(),
-                                reason="resources/sample/library.bib or draft.tex not in the checkout")
+pytestmark = pytest.mark.skipif(
+    not sample.SAMPLE_BIB.is_file() or not sample.SAMPLE_DRAFT.is_file(),
+    reason="resources/sample/library.bib or draft.tex not in the checkout",
+)
 
 DEMO_TIMEOUT_S = 600
 
@@ -27,9 +29,11 @@ def _env(tmp_path) -> dict:
 
 
 def test_demo_never_imports_qt():
-    code = ("import sys; import assistant.gui.app, assistant.gui.sample, assistant.gui.engine, "
-            "assistant.gui.bibfile, assistant.gui.textops; "
-            "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad")
+    code = (
+        "import sys; import assistant.gui.app, assistant.gui.sample, assistant.gui.engine, "
+        "assistant.gui.bibfile, assistant.gui.textops; "
+        "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
@@ -48,8 +52,13 @@ def test_demo_sentences_come_from_the_draft():
 def test_sample_demo_headless(tmp_path):
     """No display: ``--sample`` falls back to the demo; a second run reuses the imported library."""
     env = _env(tmp_path)
-    first = subprocess.run([sys.executable, "-m", "assistant.gui.app", "--sample", "--sentences", "3", "-k", "5"],
-                           env=env, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S)
+    first = subprocess.run(
+        [sys.executable, "-m", "assistant.gui.app", "--sample", "--sentences", "3", "-k", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DEMO_TIMEOUT_S,
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     assert "No display found" in first.stderr
     assert "DEBUG" not in first.stderr  # third-party debug lines (bm25s) stay out of the terminal
@@ -57,13 +66,22 @@ def test_sample_demo_headless(tmp_path):
     assert "imported" in out and "embedded" in out
     blocks = [line for line in out.splitlines() if line.startswith("[")]
     assert len(blocks) == 3
-    rows = [line for line in out.splitlines() if re.match(r"^\s+\*?\s*\d+\.\s+\S+\s+(\d{4}|----)\s+-?\d+\.\d+", line)]
+    rows = [
+        line
+        for line in out.splitlines()
+        if re.match(r"^\s+\*?\s*\d+\.\s+\S+\s+(\d{4}|----)\s+-?\d+\.\d+", line)
+    ]
     assert len(rows) == 15  # 3 sentences x top-5, each: citekey, year, score, intent, title
     assert "* = cited there in the draft" in out
     assert (tmp_path / "home" / "library.sqlite").exists()
 
-    second = subprocess.run([sys.executable, "-m", "assistant.gui.app", "--sample", "--demo", "--sentences", "1"],
-                            env=env, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S)
+    second = subprocess.run(
+        [sys.executable, "-m", "assistant.gui.app", "--sample", "--demo", "--sentences", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DEMO_TIMEOUT_S,
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "imported" not in second.stdout.splitlines()[0]  # not re-imported
     assert "No display found" not in second.stderr

@@ -6,14 +6,27 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from assistant.gui.settings import (AppSettings, SettingsDialog, bib_for_manuscript, load_settings,  # noqa: E402
-                                    remember_bib, save_settings)
+from assistant.gui.settings import (
+    AppSettings,
+    SettingsDialog,
+    bib_for_manuscript,
+    load_settings,
+    remember_bib,
+    save_settings,
+)
 
 
 def test_settings_roundtrip(qtbot, isolated_home):
     assert load_settings() == AppSettings()
-    settings = AppSettings(library_path=str(isolated_home / "x.sqlite"), k=7, device="cpu", reranker="off",
-                           use_intent=False, exclude_cited=False, first_run_done=True)
+    settings = AppSettings(
+        library_path=str(isolated_home / "x.sqlite"),
+        k=7,
+        device="cpu",
+        reranker="off",
+        use_intent=False,
+        exclude_cited=False,
+        first_run_done=True,
+    )
     save_settings(settings)
     assert (isolated_home / "gui.ini").is_file()
     assert load_settings() == settings
@@ -57,5 +70,8 @@ def test_a_library_path_that_is_not_a_library_shows_an_error(qtbot, tmp_path):
     win.quiet_close = True
     qtbot.addWidget(win)
     win.start()
-    assert win.last_error_dialog is not None and "not a Cite-Assist library" in win.last_error_dialog.text()
+    assert (
+        win.last_error_dialog is not None
+        and "not a Cite-Assist library" in win.last_error_dialog.text()
+    )
     assert win.library_panel.library is None and notes.read_text() == "my notes\n"

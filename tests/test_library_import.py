@@ -42,7 +42,9 @@ def test_bibtex_strings_crossref_months_latex(lib):
     assert p.venue == "Proceedings of the 42nd International ACM SIGIR Conference"  # @string
     assert p.extra["publisher"] == "Association for Computing Machinery" and p.extra["month"] == "7"
     assert p.doi == "10.1145/3331184.9999999" and p.year == 2019
-    assert p.abstract == "We compare α-weighted fusion of BM25 and dense retrieval & show gains of 5%."
+    assert (
+        p.abstract == "We compare α-weighted fusion of BM25 and dense retrieval & show gains of 5%."
+    )
     assert p.keywords == ["citation recommendation", "dense retrieval", "BM25"]
     child = lib.get_by_citekey("smith2020axioms")  # crossref inherits year/booktitle/publisher
     assert child.year == 2020 and child.venue.startswith("Proceedings of the 2020 ACM SIGIR")
@@ -59,28 +61,41 @@ def test_reimport_is_a_noop(lib):
     stamps = {p.id: p.updated_at for p in lib.iter_papers()}
     again = import_paths(lib, [FIX / "good.bib", FIX / "sample.ris"])
     assert again.added == again.merged == 0 and again.unchanged == first.added
-    assert lib.paper_versions() == versions and {p.id: p.updated_at for p in lib.iter_papers()} == stamps
+    assert (
+        lib.paper_versions() == versions
+        and {p.id: p.updated_at for p in lib.iter_papers()} == stamps
+    )
 
 
 def test_malformed_bibtex_reports_line_and_keeps_the_rest(lib):
     report = import_paths(lib, [FIX / "malformed.bib"])
     assert report.added == 3
-    assert {p.citekey for p in lib.iter_papers()} == {"first2019good", "second2019good", "third2020good"}
+    assert {p.citekey for p in lib.iter_papers()} == {
+        "first2019good",
+        "second2019good",
+        "third2020good",
+    }
     issues = _issues(report, "malformed.bib")
-    assert issues[0][:2] == (8, "error") and "broken2019" in issues[0][2] and "closing" in issues[0][2]
+    assert (
+        issues[0][:2] == (8, "error") and "broken2019" in issues[0][2] and "closing" in issues[0][2]
+    )
     assert issues[1][:2] == (19, "error") and "no title" in issues[1][2]
 
 
 def test_unreadable_year_is_kept_as_written_with_a_warning(lib, tmp_path):
     bib = tmp_path / "years.bib"
-    bib.write_text("@article{odd2019, title={Odd Year}, author={Doe, Jane}, year={20x9}}\n\n"
-                   "@article{ok2019, title={Fine Year}, author={Doe, Jane}, date={2019-05-01}}\n")
+    bib.write_text(
+        "@article{odd2019, title={Odd Year}, author={Doe, Jane}, year={20x9}}\n\n"
+        "@article{ok2019, title={Fine Year}, author={Doe, Jane}, date={2019-05-01}}\n"
+    )
     report = import_paths(lib, [bib])
     assert report.added == 2
     ((line, severity, reason),) = _issues(report, "years.bib")
     assert (line, severity) == (1, "warning") and "odd2019" in reason and "'20x9'" in reason
     odd = lib.get_by_citekey("odd2019")
-    assert odd.year is None and "year = {20x9}" in paper_to_bibtex(odd)  # exported as the user wrote it
+    assert odd.year is None and "year = {20x9}" in paper_to_bibtex(
+        odd
+    )  # exported as the user wrote it
     assert lib.get_by_citekey("ok2019").year == 2019
 
 
@@ -88,19 +103,27 @@ def test_unreadable_year_in_ris_and_csl_json_is_kept_too(lib, tmp_path):
     ris = tmp_path / "y.ris"
     ris.write_text("TY  - JOUR\nTI  - Undated Report\nPY  - forthcoming\nER  - \n")
     csl = tmp_path / "y.json"
-    csl.write_text('[{"id": "s1", "type": "book", "title": "String Date", "issued": "2017"},\n'
-                   ' {"id": "s2", "type": "book", "title": "Odd Date", "issued": {"literal": "Spring"}}]')
+    csl.write_text(
+        '[{"id": "s1", "type": "book", "title": "String Date", "issued": "2017"},\n'
+        ' {"id": "s2", "type": "book", "title": "Odd Date", "issued": {"literal": "Spring"}}]'
+    )
     report = import_paths(lib, [ris, csl])
     assert report.added == 3
-    assert [(line, sev, "'forthcoming'" in why) for line, sev, why in _issues(report, "y.ris")] == [(1, "warning", True)]
-    assert [(line, sev, "s2" in why) for line, sev, why in _issues(report, "y.json")] == [(2, "warning", True)]
+    assert [(line, sev, "'forthcoming'" in why) for line, sev, why in _issues(report, "y.ris")] == [
+        (1, "warning", True)
+    ]
+    assert [(line, sev, "s2" in why) for line, sev, why in _issues(report, "y.json")] == [
+        (2, "warning", True)
+    ]
     by_title = {p.title: p for p in lib.iter_papers()}
     assert by_title["String Date"].year == 2017  # a bare string date is read, not dropped
     assert by_title["Odd Date"].year is None and by_title["Odd Date"].extra["year"] == "Spring"
     assert "year = {forthcoming}" in paper_to_bibtex(by_title["Undated Report"])
 
 
-@pytest.mark.parametrize("name,reason", [("empty.bib", "empty file"), ("binary.bib", "binary file")])
+@pytest.mark.parametrize(
+    "name,reason", [("empty.bib", "empty file"), ("binary.bib", "binary file")]
+)
 def test_empty_and_binary_files_give_one_clear_error(lib, name, reason):
     report = import_paths(lib, [FIX / name, FIX / "good.bib"])
     assert report.added == 5
@@ -123,8 +146,12 @@ def test_non_utf8_is_decoded_with_a_warning(lib):
     report = import_paths(lib, [FIX / "latin1.bib"])
     assert report.added == 1
     paper = lib.get_by_citekey("latin2001")
-    assert paper.title == "Señales y Búsqueda de Información" and paper.authors == ["Peña, José María"]
-    assert _issues(report, "latin1.bib") == [(2, "warning", "not valid UTF-8 (byte 0xe9); decoded as cp1252")]
+    assert paper.title == "Señales y Búsqueda de Información" and paper.authors == [
+        "Peña, José María"
+    ]
+    assert _issues(report, "latin1.bib") == [
+        (2, "warning", "not valid UTF-8 (byte 0xe9); decoded as cp1252")
+    ]
 
 
 def test_ris(lib):
@@ -132,9 +159,13 @@ def test_ris(lib):
     assert report.added == 3
     bm25 = lib.get_by_doi("10.1561/1500000019")
     assert bm25.authors == ["Robertson, Stephen", "Zaragoza, Hugo"] and bm25.year == 2009
-    assert bm25.abstract.endswith("grounded in work done in the 1970-80s.")  # continuation line folded
+    assert bm25.abstract.endswith(
+        "grounded in work done in the 1970-80s."
+    )  # continuation line folded
     assert bm25.extra["pages"] == "333–389" and bm25.keywords == ["BM25", "probabilistic model"]
-    assert lib.get_by_doi("10.18653/v1/2020.emnlp-main.550").entry_type == "inproceedings"  # DOI from UR
+    assert (
+        lib.get_by_doi("10.18653/v1/2020.emnlp-main.550").entry_type == "inproceedings"
+    )  # DOI from UR
     lines = [(line, sev) for line, sev, _ in _issues(report, "sample.ris")]
     assert lines == [(18, "error"), (33, "warning"), (28, "error")]
 
@@ -147,13 +178,16 @@ def test_csljson(lib):
     assert p.authors == ["Cohan, Arman", "Ammar, Waleed", "van Zuylen, Madeleine"]
     assert json.loads(p.original_text)["id"] == "cohan2019structural"
     assert lib.get_by_citekey("boudin2021acmcr").year == 2021
-    assert [(line, sev) for line, sev, _ in _issues(report, "sample.json")] == [(14, "error"), (20, "error")]
+    assert [(line, sev) for line, sev, _ in _issues(report, "sample.json")] == [
+        (14, "error"),
+        (20, "error"),
+    ]
 
 
 def test_truncated_json_reports_line(lib):
     report = import_paths(lib, [FIX / "truncated.json"])
     assert report.added == 0
-    ((line, severity, reason),) = _issues(report, "truncated.json")
+    ((line, _severity, reason),) = _issues(report, "truncated.json")
     assert line == 3 and "invalid JSON" in reason
 
 
@@ -169,9 +203,15 @@ def test_zotero_sqlite_copy(lib, tmp_path):
     finally:
         conn.rollback()
         conn.close()
-    assert report.added == 2 and report.skipped == 1  # note, attachment and trash excluded; untitled skipped
+    assert (
+        report.added == 2 and report.skipped == 1
+    )  # note, attachment and trash excluded; untitled skipped
     ltr = lib.get_by_doi("10.1561/1500000016")
-    assert ltr.keywords == ["learning to rank", "survey"] and ltr.year == 2009 and ltr.extra["pages"] == "225-331"
+    assert (
+        ltr.keywords == ["learning to rank", "survey"]
+        and ltr.year == 2009
+        and ltr.extra["pages"] == "225-331"
+    )
     cit = lib.get_by_citekey("farber2020citation")
     assert cit.authors == ["Färber, Michael", "Jatowt, Adam"] and cit.arxiv_id == "2002.06961"
     assert cit.pdf_path == str(zdir / "storage" / "PDFKEY01" / "farber2020.pdf")
@@ -183,12 +223,15 @@ def test_folder_import_is_recursive_and_dedups(lib, tmp_path):
     (tmp_path / "a" / "b" / "one.bib").write_text((FIX / "good.bib").read_text())
     (tmp_path / "a" / "dup.bib").write_text(
         "@article{other, title={Query expansion with word embeddings}, author={Koci, Ondrej}, year=2018,"
-        " abstract={A longer record of the same paper.}}")
+        " abstract={A longer record of the same paper.}}"
+    )
     (tmp_path / "a" / "notes.txt").write_text("ignored")
     (tmp_path / "a" / "package.json").write_text('{"name": "not a bibliography"}')
     report = import_paths(lib, [tmp_path / "a"])
     assert (report.files, report.added, report.merged) == (2, 5, 1)
-    assert lib.get_by_doi("10.1145/3000000.3000001").abstract == "A longer record of the same paper."
+    assert (
+        lib.get_by_doi("10.1145/3000000.3000001").abstract == "A longer record of the same paper."
+    )
 
 
 def test_pdf_dispatch_reports_clear_error_when_unavailable(lib, tmp_path, monkeypatch):
@@ -201,11 +244,17 @@ def test_pdf_dispatch_reports_clear_error_when_unavailable(lib, tmp_path, monkey
 
 def test_progress_and_cancel_roll_back(lib, tmp_path):
     big = tmp_path / "big.bib"
-    big.write_text("".join(f"@article{{k{i}, title={{Synthetic paper number {i}}}, author={{Auth{i}, A.}},"
-                           f" year=2001}}\n" for i in range(4500)))
+    big.write_text(
+        "".join(
+            f"@article{{k{i}, title={{Synthetic paper number {i}}}, author={{Auth{i}, A.}},"
+            f" year=2001}}\n"
+            for i in range(4500)
+        )
+    )
     seen = []
-    report = import_paths(lib, [FIX / "good.bib", big], progress=seen.append,
-                          cancelled=lambda: len(seen) > 3)
+    report = import_paths(
+        lib, [FIX / "good.bib", big], progress=seen.append, cancelled=lambda: len(seen) > 3
+    )
     assert report.cancelled and lib.count() == 0  # nothing half-written
     full = []
     report = import_paths(lib, [big], progress=full.append)
@@ -233,10 +282,16 @@ def test_kill_9_mid_import_leaves_previous_state(tmp_path):
         import_paths(lib, [FIX / "good.bib"])
         before = sorted((p.id, p.citekey, p.updated_at) for p in lib.iter_papers())
     big = tmp_path / "big.bib"
-    big.write_text("".join(f"@inproceedings{{x{i}, title={{Killed import paper {i}}}, author={{Kill, K.}},"
-                           f" year=1999, abstract={{{'word ' * 60}}}}}\n" for i in range(12000)))
-    proc = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(db), str(big)],
-                            stdout=subprocess.PIPE, text=True)
+    big.write_text(
+        "".join(
+            f"@inproceedings{{x{i}, title={{Killed import paper {i}}}, author={{Kill, K.}},"
+            f" year=1999, abstract={{{'word ' * 60}}}}}\n"
+            for i in range(12000)
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILL_SCRIPT, str(db), str(big)], stdout=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 300
     for line in proc.stdout:
         if line.startswith("records") and int(line.split()[1]) >= 4000:
@@ -248,36 +303,83 @@ def test_kill_9_mid_import_leaves_previous_state(tmp_path):
         assert lib.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert sorted((p.id, p.citekey, p.updated_at) for p in lib.iter_papers()) == before
         assert lib.search("killed") == []
-        triggers = {r[0] for r in lib.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        triggers = {
+            r[0] for r in lib.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        }
         assert len(triggers) == 3  # bulk FTS mode dropped them inside the rolled-back transaction
 
 
 def test_cli_import_stats_search_export(tmp_path):
     runner = CliRunner()
     db = str(tmp_path / "cli.sqlite")
-    result = runner.invoke(main, ["library", "import", str(FIX / "good.bib"), str(FIX / "malformed.bib"),
-                                  "--db", db, "--json"])
+    result = runner.invoke(
+        main,
+        [
+            "library",
+            "import",
+            str(FIX / "good.bib"),
+            str(FIX / "malformed.bib"),
+            "--db",
+            db,
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["added"] == 8 and summary["issues"] == 2
     assert "malformed.bib:8: error: malformed entry" in result.stderr
     stats = json.loads(runner.invoke(main, ["--db", db, "library", "stats", "--json"]).stdout)
-    assert stats["papers"] == 8 and stats["by_entry_type"]["article"] == 3 and stats["schema_version"] == 1
+    assert (
+        stats["papers"] == 8
+        and stats["by_entry_type"]["article"] == 3
+        and stats["schema_version"] == 1
+    )
     assert stats["with_doi"] == 3 and stats["db_size_bytes"] > 0 and stats["citations"] == 0
     result = runner.invoke(main, ["library", "search", "dense", "retrieval", "--db", db])
     assert result.stdout.startswith("mueller2019dense")
     out = tmp_path / "sel.bib"
-    result = runner.invoke(main, ["library", "export", "--keys", "mueller2019dense,first2019good", "-o", str(out),
-                                  "--db", db])
+    result = runner.invoke(
+        main,
+        [
+            "library",
+            "export",
+            "--keys",
+            "mueller2019dense,first2019good",
+            "-o",
+            str(out),
+            "--db",
+            db,
+        ],
+    )
     assert result.exit_code == 0 and out.read_text().count("@") == 2
-    typo = runner.invoke(main, ["library", "export", "--keys", "mueller2019dense,mueler2019dense", "-o", str(out),
-                                "--db", db])
+    typo = runner.invoke(
+        main,
+        [
+            "library",
+            "export",
+            "--keys",
+            "mueller2019dense,mueler2019dense",
+            "-o",
+            str(out),
+            "--db",
+            db,
+        ],
+    )
     assert typo.exit_code == 1 and "no paper with citekey 'mueler2019dense'" in typo.stderr
-    assert "nothing written" in typo.stderr and out.read_text().count("@") == 2  # the earlier file is intact
+    assert (
+        "nothing written" in typo.stderr and out.read_text().count("@") == 2
+    )  # the earlier file is intact
     typo = runner.invoke(main, ["library", "remove", "first2019good", "frist2019good", "--db", db])
-    assert typo.exit_code == 1 and "no paper 'frist2019good'" in typo.stderr and "nothing removed" in typo.stderr
+    assert (
+        typo.exit_code == 1
+        and "no paper 'frist2019good'" in typo.stderr
+        and "nothing removed" in typo.stderr
+    )
     assert runner.invoke(main, ["library", "remove", "first2019good", "--db", db]).exit_code == 0
-    assert json.loads(runner.invoke(main, ["library", "stats", "--json", "--db", db]).stdout)["papers"] == 7
+    assert (
+        json.loads(runner.invoke(main, ["library", "stats", "--json", "--db", db]).stdout)["papers"]
+        == 7
+    )
     bad = runner.invoke(main, ["library", "import", str(FIX / "empty.bib"), "--db", db])
     assert bad.exit_code == 1 and "empty.bib: error: empty file" in bad.stderr
 
@@ -289,7 +391,9 @@ def test_pdf_dispatch_to_documents_importer(lib, tmp_path, acm_dev_dir):
     pdf = sorted(acm_dev_dir.glob("*/*.pdf"))[0]
     report = import_paths(lib, [bad, pdf])
     errors = [i for i in report.issues if i.severity == "error"]
-    assert [(Path(i.file).name, i.reason.startswith("PDF import failed")) for i in errors] == [("broken.pdf", True)]
+    assert [(Path(i.file).name, i.reason.startswith("PDF import failed")) for i in errors] == [
+        ("broken.pdf", True)
+    ]
     assert report.added == 1 and lib.count() == 1
     paper = next(lib.iter_papers())
     assert paper.pdf_path == str(pdf.resolve()) and len(paper.title) > 10
@@ -309,21 +413,27 @@ def test_bulk_fts_stays_consistent_with_merges_and_triggers(lib, tmp_path):
         "@article{a1, title={Zebra Crossing Detection}, author={New, Ned}, year=2020}\n"
         "@article{a2, title={Zebra crossing detection}, author={New, N.}, year=2020, abstract={Giraffe abstract.}}\n"
         "@article{a3, title={Query expansion with word embeddings}, author={Koci, O.}, year=2018,"
-        " doi={10.1145/3000000.3000001}, abstract={Okapi mentions here.}}\n")
+        " doi={10.1145/3000000.3000001}, abstract={Okapi mentions here.}}\n"
+    )
     report = import_paths(lib, [batch])
     assert (report.added, report.merged) == (1, 2)
-    assert [p.title for p in lib.search("giraffe")] == ["Zebra Crossing Detection"]  # merged into a new row
+    assert [p.title for p in lib.search("giraffe")] == [
+        "Zebra Crossing Detection"
+    ]  # merged into a new row
     assert [p.id for p in lib.search("okapi")] == [old_id]  # merged into an existing row
     assert _fts_ok(lib)
     # the per-row triggers are back after the import
-    names = {r[0] for r in lib.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    names = {
+        r[0] for r in lib.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    }
     assert names == {"papers_fts_ai", "papers_fts_ad", "papers_fts_au"}
     assert lib.remove(old_id) and lib.search("okapi") == [] and _fts_ok(lib)
 
 
 def test_bundled_sample_library_and_draft(lib):
-    from assistant.config import RESOURCES_DIR
     import re
+
+    from assistant.config import RESOURCES_DIR
 
     bib, draft = RESOURCES_DIR / "sample" / "library.bib", RESOURCES_DIR / "sample" / "draft.tex"
     assert bib.stat().st_size < 400_000
@@ -340,7 +450,9 @@ def test_a_record_that_cannot_be_stored_is_reported_and_skipped(lib, tmp_path):
     from assistant.library.importers.bibtex import parse_bibtex_file
 
     bib = tmp_path / "x.bib"
-    bib.write_text("@article{a, title={First Fine Paper}, year=2001}\n@article{b, title={Second Odd Paper}, year=2002}\n")
+    bib.write_text(
+        "@article{a, title={First Fine Paper}, year=2001}\n@article{b, title={Second Odd Paper}, year=2002}\n"
+    )
     parsed = parse_bibtex_file(bib)
     parsed.records[1].paper.extra = {"bad": object()}  # not JSON-serialisable
     import assistant.library.importers as importers

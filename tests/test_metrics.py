@@ -5,7 +5,14 @@ import math
 import pytest
 
 from assistant.evaluation.metrics import (
-    mean_metrics, ndcg_at, query_metrics, read_trec_run, recall_at, reciprocal_rank, write_trec_qrels, write_trec_run,
+    mean_metrics,
+    ndcg_at,
+    query_metrics,
+    read_trec_run,
+    recall_at,
+    reciprocal_rank,
+    write_trec_qrels,
+    write_trec_run,
 )
 
 RANKING = ["a", "b", "c", "d", "e"]

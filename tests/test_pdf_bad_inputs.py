@@ -13,7 +13,9 @@ from click.testing import CliRunner
 from assistant.documents.model import DocumentError
 from assistant.documents.pdf import parse_pdf
 
-_spec = importlib.util.spec_from_file_location("pdfgen", Path(__file__).parent / "fixtures" / "documents" / "pdfgen.py")
+_spec = importlib.util.spec_from_file_location(
+    "pdfgen", Path(__file__).parent / "fixtures" / "documents" / "pdfgen.py"
+)
 pdfgen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pdfgen)
 
@@ -38,8 +40,13 @@ def test_owner_password_only_pdf_is_read(gen_dir, paper_pdf):
     import pymupdf
 
     path = gen_dir / "owner-only.pdf"
-    pymupdf.open(paper_pdf).save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="owner", user_pw="",
-                                 permissions=pymupdf.PDF_PERM_PRINT)
+    pymupdf.open(paper_pdf).save(
+        path,
+        encryption=pymupdf.PDF_ENCRYPT_AES_256,
+        owner_pw="owner",
+        user_pw="",
+        permissions=pymupdf.PDF_PERM_PRINT,
+    )
     doc = parse_pdf(path)
     assert doc.title == pdfgen.TITLE and len(doc.references) == 5
 
@@ -99,7 +106,9 @@ def test_300_page_pdf_respects_caps(gen_dir):
     start = time.monotonic()
     capped = parse_pdf(path, time_limit_s=0.5, max_pages=1000)
     assert time.monotonic() - start < 15  # generous: the point is "no hang", not speed
-    assert capped.partial and any("time limit" in w or "stopped after" in w for w in capped.warnings)
+    assert capped.partial and any(
+        "time limit" in w or "stopped after" in w for w in capped.warnings
+    )
 
 
 def test_import_of_non_paper_is_refused_with_reason(gen_dir):

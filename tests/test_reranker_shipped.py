@@ -36,8 +36,10 @@ def test_shipped_reranker_loads_and_scores(manifest):
     from assistant.inference.cross_encoder import load_cross_encoder
 
     model = load_cross_encoder(FOLDER, device="cpu")
-    docs = ["Learning to rank with BM25 features [SEP] We study learning to rank for web search.",
-            "Bird migration [SEP] Birds fly south in winter."]
+    docs = [
+        "Learning to rank with BM25 features [SEP] We study learning to rank for web search.",
+        "Bird migration [SEP] Birds fly south in winter.",
+    ]
     scores = model.score("learning to rank for web search", docs)
     assert scores.shape == (2,) and np.isfinite(scores).all()
     assert scores[0] > scores[1] + 1.0  # the trained model prefers the on-topic paper clearly

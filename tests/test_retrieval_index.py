@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from retrieval_helpers import CountingEncoder, load_test_encoder, make_library, sample_file
 
 from assistant.config import index_dir_for
 from assistant.library.models import Paper
@@ -15,7 +16,6 @@ from assistant.library.store import Library
 from assistant.retrieval.bm25 import BM25Index
 from assistant.retrieval.index import IndexPaths, build_index
 from assistant.retrieval.searcher import EmptyLibraryError, Searcher
-from retrieval_helpers import CountingEncoder, load_test_encoder, make_library, sample_file
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,9 @@ def encoder(tmp_path_factory):
 
 @pytest.fixture
 def tiny(tmp_path, acm_dl_sample_files):
-    lib = make_library(tmp_path / "tiny.sqlite", sample_file(acm_dl_sample_files, "ictir-2019"), limit=10)
+    lib = make_library(
+        tmp_path / "tiny.sqlite", sample_file(acm_dl_sample_files, "ictir-2019"), limit=10
+    )
     yield lib
     lib.close()
 
@@ -40,7 +42,11 @@ def test_incremental_add_update_remove(tiny, encoder):
     assert (first.added, first.removed, first.total) == (10, 0, 10)
     assert len(enc.texts) == 10 and first.bm25_rebuilt
     meta = json.loads((index_dir_for(tiny.path) / "meta.json").read_text())
-    assert meta["fingerprint"] == encoder.fingerprint and meta["kind"] == "flat" and meta["count"] == 10
+    assert (
+        meta["fingerprint"] == encoder.fingerprint
+        and meta["kind"] == "flat"
+        and meta["count"] == 10
+    )
 
     enc.texts.clear()
     again = build_index(tiny, enc)
@@ -51,12 +57,21 @@ def test_incremental_add_update_remove(tiny, encoder):
     gone, changed = papers[0], papers[1]
     tiny.remove(gone.id)
     tiny.update_paper(replace(changed, abstract="Zyxwvut retrieval of quokka habitats."))
-    new = tiny.add_paper(Paper(title="Axolotl query logs at scale", abstract="We study axolotl search.",
-                               doi="10.9999/axolotl", entry_type="inproceedings", year=2019))
+    new = tiny.add_paper(
+        Paper(
+            title="Axolotl query logs at scale",
+            abstract="We study axolotl search.",
+            doi="10.9999/axolotl",
+            entry_type="inproceedings",
+            year=2019,
+        )
+    )
     enc.texts.clear()
     report = build_index(tiny, enc)
     assert (report.added, report.updated, report.removed, report.unchanged) == (1, 1, 1, 8)
-    assert sorted(enc.texts) == sorted([tiny.get(changed.id).encoder_text(), tiny.get(new.id).encoder_text()])
+    assert sorted(enc.texts) == sorted(
+        [tiny.get(changed.id).encoder_text(), tiny.get(new.id).encoder_text()]
+    )
     assert _index_ids(tiny) == {p.id for p in tiny.iter_papers()}
     bm25 = BM25Index.load(IndexPaths(index_dir_for(tiny.path)).bm25)
     ids, _ = bm25.search("axolotl", k=5)
@@ -149,4 +164,8 @@ def test_embedding_budget_writes_partial_index_then_completes(tiny, encoder):
     enc = CountingEncoder(encoder)
     done = build_index(tiny, enc)
     assert done.missing == 0 and len(enc.texts) == 10 and not done.bm25_rebuilt
-    assert not Recommender(tiny, PipelineConfig(use_intent=False), encoder=encoder).recommend("retrieval").warnings
+    assert (
+        not Recommender(tiny, PipelineConfig(use_intent=False), encoder=encoder)
+        .recommend("retrieval")
+        .warnings
+    )

@@ -7,17 +7,22 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
+from retrieval_helpers import chiir_library  # noqa: F401 - session fixture
 
 from assistant.library.store import Library
 from assistant.retrieval.pipeline import (
-    PipelineConfig, RecommendationCancelled, Recommender, prefilter_candidates,
+    PipelineConfig,
+    RecommendationCancelled,
+    Recommender,
+    prefilter_candidates,
 )
 from assistant.retrieval.query import Query
 from assistant.retrieval.searcher import IndexMissingError
-from retrieval_helpers import chiir_library  # noqa: F401 - session fixture
 
-CONTEXT = ("Research on mobile information retrieval is aimed at enabling users to carry out all the classical "
-           "IR operations on a mobile device [8].")
+CONTEXT = (
+    "Research on mobile information retrieval is aimed at enabling users to carry out all the classical "
+    "IR operations on a mobile device [8]."
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +33,18 @@ def setup(chiir_library):
 
 
 def test_recommend_carries_ids_scores_and_ranks(setup):
-    lib, rec, _, _ = setup
+    _lib, rec, _, _ = setup
     result = rec.recommend(Query(CONTEXT, mode="local"))
     assert result.mode == "local" and len(result.items) == 10
     first = result.items[0]
     assert first.paper.id and first.paper.citekey
     assert {"fused"} <= set(first.scores) and first.ranks["final"] == 1
-    assert any("bm25" in it.ranks for it in result.items) and any("dense" in it.ranks for it in result.items)
-    assert [it.score for it in result.items] == sorted((it.score for it in result.items), reverse=True)
+    assert any("bm25" in it.ranks for it in result.items) and any(
+        "dense" in it.ranks for it in result.items
+    )
+    assert [it.score for it in result.items] == sorted(
+        (it.score for it in result.items), reverse=True
+    )
     assert {"bm25", "dense", "encode", "fuse", "total"} <= set(result.timings_ms)
     assert len({it.paper.id for it in result.items}) == 10
 
@@ -48,12 +57,22 @@ def test_exclusions_and_year_filter(setup):
     config = replace(rec.config, k=80, filter_by_year=False)
     ids = {it.paper.id for it in rec.recommend(query, config).items}
     assert manuscript not in ids and not (set(cited) & ids)
-    ids_all = {it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items}
+    ids_all = {
+        it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items
+    }
     assert manuscript in ids_all and set(cited) <= ids_all
     dated = replace(query, year=2019)
-    years = {it.paper.year for it in rec.recommend(dated, replace(config, exclude_cited=False, filter_by_year=True)).items}
+    years = {
+        it.paper.year
+        for it in rec.recommend(
+            dated, replace(config, exclude_cited=False, filter_by_year=True)
+        ).items
+    }
     assert years and max(years) <= 2019
-    assert {it.paper.id for it in rec.recommend(Query(CONTEXT), replace(config, exclude_ids=cited)).items}.isdisjoint(cited)
+    assert {
+        it.paper.id
+        for it in rec.recommend(Query(CONTEXT), replace(config, exclude_ids=cited)).items
+    }.isdisjoint(cited)
 
 
 def test_a_manuscript_already_in_the_library_is_recognised_by_its_title(setup):
@@ -62,8 +81,15 @@ def test_a_manuscript_already_in_the_library_is_recognised_by_its_title(setup):
     lib, rec, manuscript, _ = setup
     paper = lib.get(manuscript)
     config = replace(rec.config, k=80, filter_by_year=False)
-    query = Query(paper.title + ". " + CONTEXT, mode="local", title=paper.title.upper() + "!", abstract=paper.abstract)
-    assert manuscript in {it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items}
+    query = Query(
+        paper.title + ". " + CONTEXT,
+        mode="local",
+        title=paper.title.upper() + "!",
+        abstract=paper.abstract,
+    )
+    assert manuscript in {
+        it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items
+    }
     assert manuscript not in {it.paper.id for it in rec.recommend(query, config).items}
     assert lib.same_work_ids(paper.title.upper() + "!", year=2020) == [manuscript]
     assert lib.same_work_ids(paper.title, year=2015) == []  # same title, years apart: another work
@@ -113,16 +139,39 @@ def test_cli_recommend_json_and_errors(setup, tmp_path):
     from assistant.cli import main
 
     runner = CliRunner()
-    out = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "3", "--json", "--no-intent"])
+    out = runner.invoke(
+        main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "3", "--json", "--no-intent"]
+    )
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert len(data["items"]) == 3 and data["items"][0]["citekey"] and "fused" in data["items"][0]["ranks"]
-    with_bib = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "2", "--json", "--bibtex",
-                                    "--need", "I need a method citation"])
+    assert (
+        len(data["items"]) == 3
+        and data["items"][0]["citekey"]
+        and "fused" in data["items"][0]["ranks"]
+    )
+    with_bib = runner.invoke(
+        main,
+        [
+            "--db",
+            str(lib.path),
+            "recommend",
+            CONTEXT,
+            "-k",
+            "2",
+            "--json",
+            "--bibtex",
+            "--need",
+            "I need a method citation",
+        ],
+    )
     assert with_bib.exit_code == 0, with_bib.output
     items = json.loads(with_bib.stdout)["items"]
-    assert [it["bibtex"].startswith("@") and f"{{{it['citekey']}," in it["bibtex"] for it in items] == [True, True]
-    text = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "2", "--bibtex", "--no-intent"])
+    assert [
+        it["bibtex"].startswith("@") and f"{{{it['citekey']}," in it["bibtex"] for it in items
+    ] == [True, True]
+    text = runner.invoke(
+        main, ["--db", str(lib.path), "recommend", CONTEXT, "-k", "2", "--bibtex", "--no-intent"]
+    )
     assert text.exit_code == 0 and text.stdout.count("\n@") == 2
     typo = runner.invoke(main, ["--db", str(lib.path), "recommend", CONTEXT, "--need", "cookies"])
     assert typo.exit_code == 2 and "cannot tell which intent" in typo.output
@@ -145,11 +194,25 @@ def tiny_cross_encoder(tmp_path_factory):
     from assistant.inference.export import export_transformer
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=64, num_labels=1)
+    cfg = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
     out = tmp_path_factory.mktemp("ce") / "tiny-ce"
-    return export_transformer(BertForSequenceClassification(cfg).eval(), str(gt.get_model_path()), out,
-                              kind="cross-encoder", max_length=128, quantize=False, name="tiny-ce", optimize=False)
+    return export_transformer(
+        BertForSequenceClassification(cfg).eval(),
+        str(gt.get_model_path()),
+        out,
+        kind="cross-encoder",
+        max_length=128,
+        quantize=False,
+        name="tiny-ce",
+        optimize=False,
+    )
 
 
 def test_rerank_stage_with_any_cross_encoder(setup, tiny_cross_encoder):
@@ -160,8 +223,10 @@ def test_rerank_stage_with_any_cross_encoder(setup, tiny_cross_encoder):
     result = rec.recommend(CONTEXT, config)
     assert "rerank" in result.timings_ms and len(result.items) == 30
     ce = load_cross_encoder(str(tiny_cross_encoder))
-    expected = ce.score(result.items[0].paper.title and rec.prefilter(CONTEXT).parts.focus,
-                        [it.paper.encoder_text() for it in result.items])
+    expected = ce.score(
+        result.items[0].paper.title and rec.prefilter(CONTEXT).parts.focus,
+        [it.paper.encoder_text() for it in result.items],
+    )
     got = [it.scores["rerank"] for it in result.items]
     assert got == pytest.approx(sorted(expected.tolist(), reverse=True), abs=1e-4)
     assert [it.ranks["rerank"] for it in result.items] == list(range(1, 31))

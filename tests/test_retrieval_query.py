@@ -2,26 +2,44 @@
 
 import pytest
 
-from assistant.retrieval.query import EmptyQueryError, Query, detect_mode, split_sentences, strip_citation_markers
+from assistant.retrieval.query import (
+    EmptyQueryError,
+    Query,
+    detect_mode,
+    split_sentences,
+    strip_citation_markers,
+)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("Early studies focused on needs [12] and approaches [6].", "Early studies focused on needs and approaches."),
-    ("Ranges [3-5], lists [3, 4], mixed [12, 14–16] go.", "Ranges, lists, mixed go."),
-    ("BM25 (Robertson et al., 2009) is strong.", "BM25 is strong."),
-    ("Two refs (Smith and Jones 2019a; Lee, 2018) here.", "Two refs here."),
-    ("As (e.g., Lee, 2018) shows.", "As shows."),
-    ("Smith et al. (2020) showed it.", "Smith et al. showed it."),
-    ("LaTeX \\citep[p.~3]{rob09} and~\\cite{a,b} too.", "LaTeX and too."),
-    ("Keeps (Table 2) and 2019 and [x].", "Keeps (Table 2) and 2019 and [x]."),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (
+            "Early studies focused on needs [12] and approaches [6].",
+            "Early studies focused on needs and approaches.",
+        ),
+        ("Ranges [3-5], lists [3, 4], mixed [12, 14–16] go.", "Ranges, lists, mixed go."),
+        ("BM25 (Robertson et al., 2009) is strong.", "BM25 is strong."),
+        ("Two refs (Smith and Jones 2019a; Lee, 2018) here.", "Two refs here."),
+        ("As (e.g., Lee, 2018) shows.", "As shows."),
+        ("Smith et al. (2020) showed it.", "Smith et al. showed it."),
+        ("LaTeX \\citep[p.~3]{rob09} and~\\cite{a,b} too.", "LaTeX and too."),
+        ("Keeps (Table 2) and 2019 and [x].", "Keeps (Table 2) and 2019 and [x]."),
+    ],
+)
 def test_strip_markers(raw, expected):
     assert strip_citation_markers(raw) == expected
 
 
 def test_split_sentences_keeps_abbreviations():
-    sents = split_sentences("We use BM25 (Robertson et al. 2009). It is good. E.g. Smith et al. 2020 shows it.")
-    assert sents == ["We use BM25 (Robertson et al. 2009).", "It is good.", "E.g. Smith et al. 2020 shows it."]
+    sents = split_sentences(
+        "We use BM25 (Robertson et al. 2009). It is good. E.g. Smith et al. 2020 shows it."
+    )
+    assert sents == [
+        "We use BM25 (Robertson et al. 2009).",
+        "It is good.",
+        "E.g. Smith et al. 2020 shows it.",
+    ]
     assert split_sentences("") == []
 
 
@@ -32,7 +50,9 @@ def test_detect_mode():
 
 
 def test_parts_per_mode():
-    q = Query("Dense retrieval [3] works.", mode="local", title="T", abstract="A", context="Before.")
+    q = Query(
+        "Dense retrieval [3] works.", mode="local", title="T", abstract="A", context="Before."
+    )
     parts = q.parts()
     assert (parts.mode, parts.focus) == ("local", "Dense retrieval works.")
     assert parts.support == "Before. T A"

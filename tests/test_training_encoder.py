@@ -13,7 +13,12 @@ from assistant.library.models import Citation
 from assistant.library.store import Library
 from assistant.training import data
 from assistant.training.common import TrainingError
-from assistant.training.encoder import EncoderOptions, adapt_encoder, graph_embedding, graph_triplets
+from assistant.training.encoder import (
+    EncoderOptions,
+    adapt_encoder,
+    graph_embedding,
+    graph_triplets,
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +30,15 @@ def sample_db(acm_dl_sample_files, tmp_path_factory):
     return path
 
 
-def _clustered_corpus(sample_db, clusters: int = 4, size: int = 12) -> tuple[data.Corpus, list[list[int]]]:
+def _clustered_corpus(
+    sample_db, clusters: int = 4, size: int = 12
+) -> tuple[data.Corpus, list[list[int]]]:
     """Real papers, with citation edges inside clusters (what imported manuscripts would give)."""
     lib = Library(sample_db)
     corpus = data.corpus_from_library(lib, set())
     lib.close()
     ids = sorted(corpus.docs)[: clusters * size]
-    groups = [ids[i * size:(i + 1) * size] for i in range(clusters)]
+    groups = [ids[i * size : (i + 1) * size] for i in range(clusters)]
     rng = random.Random(0)
     for group in groups:
         for citing in group:
@@ -60,18 +67,34 @@ def test_graph_triplets_keep_positive_and_negative_bands_apart(sample_db):
     assert same_cluster_pos / len(triplets) > 0.9
     assert all(t["pos"] != t["neg"] != t["anchor"] for t in triplets)
     with pytest.raises(TrainingError):
-        graph_triplets(corpus, EncoderOptions(pos_ranks=(1, 4), neg_ranks=(6, 20), min_margin=5), random.Random(1))
+        graph_triplets(
+            corpus,
+            EncoderOptions(pos_ranks=(1, 4), neg_ranks=(6, 20), min_margin=5),
+            random.Random(1),
+        )
 
 
 def test_adapt_encoder_end_to_end_exports_a_loadable_encoder(sample_db, tmp_path):
     (tmp_path / "bl.txt").write_text("")
     lib = Library(sample_db)
-    opts = EncoderOptions(name="adapted-test", out_dir=str(tmp_path / "enc"), work_dir=str(tmp_path / "work"),
-                          n_queries=16, batch_size=4, max_steps=2, max_length=96, reindex=False,
-                          blacklist=str(tmp_path / "bl.txt"))
+    opts = EncoderOptions(
+        name="adapted-test",
+        out_dir=str(tmp_path / "enc"),
+        work_dir=str(tmp_path / "work"),
+        n_queries=16,
+        batch_size=4,
+        max_steps=2,
+        max_length=96,
+        reindex=False,
+        blacklist=str(tmp_path / "bl.txt"),
+    )
     steps, messages = [], []
-    report = adapt_encoder(lib, opts, progress=lambda d, t, m: (steps.append(d), messages.append(m)))
-    assert "mining hard negatives" in messages  # long mining is visible (and cancellable in the GUI)
+    report = adapt_encoder(
+        lib, opts, progress=lambda d, t, m: (steps.append(d), messages.append(m))
+    )
+    assert (
+        "mining hard negatives" in messages
+    )  # long mining is visible (and cancellable in the GUI)
     assert report.steps_done == 2 and report.model_dir
     assert report.data_stats["kinds"] and report.examples == 16
     manifest = json.loads((tmp_path / "enc" / "manifest.json").read_text())

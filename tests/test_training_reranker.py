@@ -27,9 +27,18 @@ def sample_db(acm_dl_sample_files, tmp_path_factory):
 
 
 def _opts(tmp_path, **kw) -> RerankerOptions:
-    base = dict(out_dir=str(tmp_path / "out"), work_dir=str(tmp_path / "work"), n_queries=24,
-                n_hard=3, n_random=1, batch_queries=2, max_length=96, negatives="bm25",
-                checkpoint_every=1, blacklist=str(tmp_path / "blacklist.txt"))
+    base = dict(
+        out_dir=str(tmp_path / "out"),
+        work_dir=str(tmp_path / "work"),
+        n_queries=24,
+        n_hard=3,
+        n_random=1,
+        batch_queries=2,
+        max_length=96,
+        negatives="bm25",
+        checkpoint_every=1,
+        blacklist=str(tmp_path / "blacklist.txt"),
+    )
     base.update(kw)
     return RerankerOptions(**base)
 
@@ -38,13 +47,27 @@ def test_training_data_never_contains_blacklisted_papers(sample_db, tmp_path):
     lib = Library(sample_db)
     papers = [p for p in lib.iter_papers() if p.doi and len(p.abstract or "") >= 80]
     banned = papers[:5]
-    (tmp_path / "blacklist.txt").write_text("\n".join(f"https://doi.org/{p.doi.upper()}" for p in banned))
+    (tmp_path / "blacklist.txt").write_text(
+        "\n".join(f"https://doi.org/{p.doi.upper()}" for p in banned)
+    )
     # a citation context written by a blacklisted (citing) paper must not become a query either
-    lib.add_citation(Citation(citing_id=banned[0].id, cited_id=papers[10].id,
-                              context="Earlier work studied this problem in depth [3]."))
-    lib.add_citation(Citation(citing_id=papers[11].id, cited_id=papers[12].id,
-                              context="Axiomatic analysis of retrieval functions was proposed in [7]."))
-    examples, docs, stats, _ = prepare_examples(lib, _opts(tmp_path, n_queries=80), tmp_path / "work")
+    lib.add_citation(
+        Citation(
+            citing_id=banned[0].id,
+            cited_id=papers[10].id,
+            context="Earlier work studied this problem in depth [3].",
+        )
+    )
+    lib.add_citation(
+        Citation(
+            citing_id=papers[11].id,
+            cited_id=papers[12].id,
+            context="Axiomatic analysis of retrieval functions was proposed in [7].",
+        )
+    )
+    examples, docs, stats, _ = prepare_examples(
+        lib, _opts(tmp_path, n_queries=80), tmp_path / "work"
+    )
     banned_ids = {p.id for p in banned}
     used = {e["pos"] for e in examples} | {n for e in examples for n in e["negs"]}
     assert used and not used & banned_ids
@@ -93,7 +116,7 @@ def test_interrupted_training_resumes_and_exports_a_working_model(sample_db, tmp
     model = load_cross_encoder(tmp_path / "out", device="cpu")
     paper = next(p for p in lib.iter_papers() if len(p.abstract or "") > 200)
     others = [p.encoder_text() for p in lib.iter_papers() if p.id != paper.id][:5]
-    scores = model.score(paper.title, [paper.encoder_text()] + others)
+    scores = model.score(paper.title, [paper.encoder_text(), *others])
     assert scores.shape == (6,) and np.isfinite(scores).all()
     lib.close()
 
@@ -123,20 +146,41 @@ def test_a_changed_library_starts_afresh_instead_of_resuming(sample_db, tmp_path
     lib.update_paper(paper)
     second = train_reranker(lib, opts)
     after = json.loads((tmp_path / "work" / "data.json").read_text())["fingerprint"]
-    assert after["library"] != before["library"] and {**after, "library": 0} == {**before, "library": 0}
+    assert after["library"] != before["library"] and {**after, "library": 0} == {
+        **before,
+        "library": 0,
+    }
     assert not second.resumed_from_step and second.steps_done == 3
     lib.close()
 
 
 def test_corpus_signature_follows_every_input_of_the_training_set():
-    def corpus(keywords=("retrieval",), abstract="An abstract.", context="As shown in [3].", title="A title"):
-        docs = {1: data.DocRecord(1, title, abstract, list(keywords)), 2: data.DocRecord(2, "B", "Other.", [])}
+    def corpus(
+        keywords=("retrieval",),
+        abstract="An abstract.",
+        context="As shown in [3].",
+        title="A title",
+    ):
+        docs = {
+            1: data.DocRecord(1, title, abstract, list(keywords)),
+            2: data.DocRecord(2, "B", "Other.", []),
+        }
         return data.Corpus(docs, [Citation(citing_id=2, cited_id=1, context=context)])
 
     base = corpus().signature()
     assert base == corpus().signature()
-    assert len({base, corpus(keywords=("ranking",)).signature(), corpus(abstract="Changed.").signature(),
-                corpus(context="See [4].").signature(), corpus(title="Another title").signature()}) == 5
+    assert (
+        len(
+            {
+                base,
+                corpus(keywords=("ranking",)).signature(),
+                corpus(abstract="Changed.").signature(),
+                corpus(context="See [4].").signature(),
+                corpus(title="Another title").signature(),
+            }
+        )
+        == 5
+    )
 
 
 def test_query_mix_sets_the_share_of_each_pseudo_query_kind(sample_db, tmp_path):
@@ -152,15 +196,23 @@ def test_query_mix_sets_the_share_of_each_pseudo_query_kind(sample_db, tmp_path)
     lib.close()
     corpus = data.Corpus(corpus.docs, [])  # pseudo-queries only (other tests add citation edges)
     with_keywords = sum(len(d.keywords) >= 2 for d in corpus.docs.values()) / len(corpus.docs)
-    titles_only = Counter(q.kind for q in data.make_queries(corpus, 200, random.Random(1), (0.0, 1.0, 0.0)))
+    titles_only = Counter(
+        q.kind for q in data.make_queries(corpus, 200, random.Random(1), (0.0, 1.0, 0.0))
+    )
     assert titles_only == {"title": 200}
-    keywords = Counter(q.kind for q in data.make_queries(corpus, 200, random.Random(1), (0.0, 0.0, 1.0)))
-    assert keywords["keywords"] / 200 == pytest.approx(with_keywords, abs=0.1) and set(keywords) <= {"keywords", "title"}
+    keywords = Counter(
+        q.kind for q in data.make_queries(corpus, 200, random.Random(1), (0.0, 0.0, 1.0))
+    )
+    assert keywords["keywords"] / 200 == pytest.approx(with_keywords, abs=0.1) and set(
+        keywords
+    ) <= {"keywords", "title"}
     default = Counter(q.kind for q in data.make_queries(corpus, 200, random.Random(1)))
     assert default["ict"] > default["title"] and default["ict"] > default["keywords"]
     # the mix is part of the training set's identity: another mix is mined afresh, not reused
-    prints = [training_set_fingerprint(_opts(tmp_path, query_mix=mix), DATA_KEYS, corpus)
-              for mix in ((0.75, 0.1, 0.15), (0.4, 0.3, 0.3))]
+    prints = [
+        training_set_fingerprint(_opts(tmp_path, query_mix=mix), DATA_KEYS, corpus)
+        for mix in ((0.75, 0.1, 0.15), (0.4, 0.3, 0.3))
+    ]
     assert prints[0] != prints[1]
     result = CliRunner().invoke(main, ["train", "reranker", "--query-mix", "0.5,0.6,0.1"])
     assert result.exit_code == 2 and "summing to 1" in result.output

@@ -26,50 +26,120 @@ MODEL_PATH = SHIPPED_MODELS_DIR / "citeworthiness.json"
 # (name, pattern, weight, reason shown to the user)
 _CASE_SENSITIVE = {"named", "acronym"}
 CUES: list[tuple[str, re.Pattern, float, str]] = [
-    (n, re.compile(p, 0 if n in _CASE_SENSITIVE else re.IGNORECASE), w, r) for n, p, w, r in [
-    ("shown", r"\b(?:has|have|had) been (?:shown|demonstrated|proven|reported|observed|found|argued|suggested)\b",
-     2.2, "claims a prior finding"),
-    ("proposed", r"\b(?:has|have|had) been (?:proposed|introduced|developed|studied|investigated|explored|applied|"
-                 r"used|adopted|employed|widely|extensively)\b", 1.8, "refers to prior work"),
-    ("prior", r"\b(?:prior|previous|earlier|recent|existing|related|past|seminal|pioneering) "
-              r"(?:work|works|studies|study|research|approaches|methods|efforts|literature|papers|findings)\b",
-     2.0, "mentions prior work"),
-    ("literature", r"\b(?:in|from) the literature\b|\bliterature (?:on|has)\b|\bresearchers have\b|"
-                   r"\bstudies (?:have|show|suggest|found)\b|\bwork (?:has|have) (?:shown|focused)\b", 2.0,
-     "mentions the literature"),
-    ("sota", r"\bstate[- ]of[- ]the[- ]art\b|\bSOTA\b|\bbest[- ]performing\b|\bleading (?:methods|approaches)\b",
-     1.6, "state-of-the-art claim"),
-    ("widely", r"\b(?:widely|commonly|frequently|extensively|popularly|broadly) (?:used|adopted|studied|applied|"
-               r"known|accepted|deployed)\b|\bwell[- ]known\b|\bit is (?:well )?known\b|\bpopular\b", 1.5,
-     "claims common knowledge"),
-    ("attribution", r"\b(?:proposed|introduced|developed|presented|described|defined|designed) by\b|"
-                    r"\baccording to\b|\bfollowing\b|\binspired by\b|\bas in\b|\bsimilar(?:ly)? to\b|"
-                    r"\bbased on the work\b|\bet al\b", 1.3, "attributes an idea"),
-    ("growth", r"\b(?:has|have) (?:attracted|drawn|received|gained|emerged|become|been the focus)\b|"
-               r"\bgrowing (?:body|interest)\b|\bincreasing(?:ly)? (?:attention|interest|popular)\b|"
-               r"\bin recent years\b|\brecently\b", 1.2, "describes a research trend"),
-    ("evidence", r"\b(?:shown|demonstrated|reported|found|observed) (?:that|to)\b|\bevidence\b|"
-                 r"\bstudies\b|\bsurvey\b", 0.9, "reports evidence"),
-    ("named", r"\b(?:[A-Z][a-z]*[A-Z][A-Za-z]*|[A-Z]{2,}[a-z]?\d*)\b(?:\s+(?i:model|method|algorithm|dataset|"
-              r"corpus|collection|benchmark|framework|architecture|toolkit|library|network|approach))", 1.2,
-     "names a method or dataset"),
-    ("dataset", r"\b(?:dataset|data set|corpus|collection|benchmark|test collection|track)s?\b", 0.6,
-     "mentions a dataset"),
-    ("methods", r"\b(?:approaches|methods|models|techniques|algorithms|systems) (?:such as|like|including)\b|"
-                r"\bsuch as\b|\be\.g\.", 0.8, "lists methods"),
-    ("comparison", r"\b(?:unlike|in contrast to|compared to|compared with|outperform\w*|improv\w* over)\b", 0.5,
-     "compares with other work"),
-    ("acronym", r"\b[A-Z]{2,}[a-z]?\d*\b", 0.35, "names an acronym"),
-]]
-NEGATIVE: list[tuple[str, re.Pattern, float]] = [(n, re.compile(p, re.IGNORECASE), w) for n, p, w in [
-    ("we", r"\b(?:we|our|us|this paper|this work|this study|in this section|here)\b", -1.6),
-    ("own", r"\bwe (?:propose|present|introduce|show|find|found|observe|demonstrate|report|use|train|evaluate|"
-            r"define|describe|conduct|design|implement|apply|compute|set|adopt)\b", -1.0),
-    ("refs", r"\b(?:Table|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Algorithm|Appendix)\s*\d", -1.2),
-    ("math", r"[=≤≥∈∑∏]|\\\w+", -0.8),
-    ("question", r"\?\s*$", -0.8),
-    ("future", r"\bfuture work\b|\bwe plan\b|\bin the future\b", -1.2),
-]]
+    (n, re.compile(p, 0 if n in _CASE_SENSITIVE else re.IGNORECASE), w, r)
+    for n, p, w, r in [
+        (
+            "shown",
+            r"\b(?:has|have|had) been (?:shown|demonstrated|proven|reported|observed|found|argued|suggested)\b",
+            2.2,
+            "claims a prior finding",
+        ),
+        (
+            "proposed",
+            r"\b(?:has|have|had) been (?:proposed|introduced|developed|studied|investigated|explored|applied|"
+            r"used|adopted|employed|widely|extensively)\b",
+            1.8,
+            "refers to prior work",
+        ),
+        (
+            "prior",
+            r"\b(?:prior|previous|earlier|recent|existing|related|past|seminal|pioneering) "
+            r"(?:work|works|studies|study|research|approaches|methods|efforts|literature|papers|findings)\b",
+            2.0,
+            "mentions prior work",
+        ),
+        (
+            "literature",
+            r"\b(?:in|from) the literature\b|\bliterature (?:on|has)\b|\bresearchers have\b|"
+            r"\bstudies (?:have|show|suggest|found)\b|\bwork (?:has|have) (?:shown|focused)\b",
+            2.0,
+            "mentions the literature",
+        ),
+        (
+            "sota",
+            r"\bstate[- ]of[- ]the[- ]art\b|\bSOTA\b|\bbest[- ]performing\b|\bleading (?:methods|approaches)\b",
+            1.6,
+            "state-of-the-art claim",
+        ),
+        (
+            "widely",
+            r"\b(?:widely|commonly|frequently|extensively|popularly|broadly) (?:used|adopted|studied|applied|"
+            r"known|accepted|deployed)\b|\bwell[- ]known\b|\bit is (?:well )?known\b|\bpopular\b",
+            1.5,
+            "claims common knowledge",
+        ),
+        (
+            "attribution",
+            r"\b(?:proposed|introduced|developed|presented|described|defined|designed) by\b|"
+            r"\baccording to\b|\bfollowing\b|\binspired by\b|\bas in\b|\bsimilar(?:ly)? to\b|"
+            r"\bbased on the work\b|\bet al\b",
+            1.3,
+            "attributes an idea",
+        ),
+        (
+            "growth",
+            r"\b(?:has|have) (?:attracted|drawn|received|gained|emerged|become|been the focus)\b|"
+            r"\bgrowing (?:body|interest)\b|\bincreasing(?:ly)? (?:attention|interest|popular)\b|"
+            r"\bin recent years\b|\brecently\b",
+            1.2,
+            "describes a research trend",
+        ),
+        (
+            "evidence",
+            r"\b(?:shown|demonstrated|reported|found|observed) (?:that|to)\b|\bevidence\b|"
+            r"\bstudies\b|\bsurvey\b",
+            0.9,
+            "reports evidence",
+        ),
+        (
+            "named",
+            r"\b(?:[A-Z][a-z]*[A-Z][A-Za-z]*|[A-Z]{2,}[a-z]?\d*)\b(?:\s+(?i:model|method|algorithm|dataset|"
+            r"corpus|collection|benchmark|framework|architecture|toolkit|library|network|approach))",
+            1.2,
+            "names a method or dataset",
+        ),
+        (
+            "dataset",
+            r"\b(?:dataset|data set|corpus|collection|benchmark|test collection|track)s?\b",
+            0.6,
+            "mentions a dataset",
+        ),
+        (
+            "methods",
+            r"\b(?:approaches|methods|models|techniques|algorithms|systems) (?:such as|like|including)\b|"
+            r"\bsuch as\b|\be\.g\.",
+            0.8,
+            "lists methods",
+        ),
+        (
+            "comparison",
+            r"\b(?:unlike|in contrast to|compared to|compared with|outperform\w*|improv\w* over)\b",
+            0.5,
+            "compares with other work",
+        ),
+        ("acronym", r"\b[A-Z]{2,}[a-z]?\d*\b", 0.35, "names an acronym"),
+    ]
+]
+NEGATIVE: list[tuple[str, re.Pattern, float]] = [
+    (n, re.compile(p, re.IGNORECASE), w)
+    for n, p, w in [
+        ("we", r"\b(?:we|our|us|this paper|this work|this study|in this section|here)\b", -1.6),
+        (
+            "own",
+            r"\bwe (?:propose|present|introduce|show|find|found|observe|demonstrate|report|use|train|evaluate|"
+            r"define|describe|conduct|design|implement|apply|compute|set|adopt)\b",
+            -1.0,
+        ),
+        (
+            "refs",
+            r"\b(?:Table|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Algorithm|Appendix)\s*\d",
+            -1.2,
+        ),
+        ("math", r"[=≤≥∈∑∏]|\\\w+", -0.8),
+        ("question", r"\?\s*$", -0.8),
+        ("future", r"\bfuture work\b|\bwe plan\b|\bin the future\b", -1.2),
+    ]
+]
 BIAS = -1.4
 
 

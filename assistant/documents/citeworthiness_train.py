@@ -10,6 +10,7 @@ model and for the cue scorer. Run::
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -21,7 +22,7 @@ _TOKEN = re.compile(r"[a-z][a-z\-]+|\d+")
 def tokens(text: str) -> list[str]:
     """Lower-cased unigrams and bigrams; numbers collapsed to <num>."""
     words = ["<num>" if w.isdigit() else w for w in _TOKEN.findall(text.lower())]
-    return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
 
 
 def collect(pdf_dir: Path) -> list[tuple[str, str, int]]:
@@ -46,7 +47,9 @@ def _features(texts, vectorizer=None):
     from assistant.documents.citeworthiness import cue_vector
 
     if vectorizer is None:
-        vectorizer = TfidfVectorizer(analyzer=tokens, min_df=3, max_features=4000, sublinear_tf=True)
+        vectorizer = TfidfVectorizer(
+            analyzer=tokens, min_df=3, max_features=4000, sublinear_tf=True
+        )
         X = vectorizer.fit_transform(texts)
     else:
         X = vectorizer.transform(texts)
@@ -64,14 +67,25 @@ def _fit(texts, labels, C: float = 1.0):
 
 
 def _metrics(y, p, thresholds=(0.5, 0.6, 0.7)) -> dict:
-    from sklearn.metrics import average_precision_score, f1_score, precision_score, recall_score, roc_auc_score
+    from sklearn.metrics import (
+        average_precision_score,
+        f1_score,
+        precision_score,
+        recall_score,
+        roc_auc_score,
+    )
 
-    out = {"auc": round(roc_auc_score(y, p), 4), "average_precision": round(average_precision_score(y, p), 4)}
+    out = {
+        "auc": round(roc_auc_score(y, p), 4),
+        "average_precision": round(average_precision_score(y, p), 4),
+    }
     for t in thresholds:
         pred = [int(x >= t) for x in p]
-        out[f"@{t}"] = {"precision": round(precision_score(y, pred, zero_division=0), 4),
-                        "recall": round(recall_score(y, pred, zero_division=0), 4),
-                        "f1": round(f1_score(y, pred, zero_division=0), 4)}
+        out[f"@{t}"] = {
+            "precision": round(precision_score(y, pred, zero_division=0), 4),
+            "recall": round(recall_score(y, pred, zero_division=0), 4),
+            "f1": round(f1_score(y, pred, zero_division=0), 4),
+        }
     return out
 
 
@@ -88,18 +102,31 @@ def leave_one_paper_out(rows, C: float = 1.0) -> dict:
         p_learned.extend(clf.predict_proba(X)[:, 1].tolist())
         p_cue.extend(s.probability for s in CueScorer().score([r[1] for r in test]))
         y_all.extend(r[2] for r in test)
-    return {"papers": len(papers), "sentences": len(y_all), "positives": sum(y_all),
-            "learned": _metrics(y_all, p_learned), "cues": _metrics(y_all, p_cue)}
+    return {
+        "papers": len(papers),
+        "sentences": len(y_all),
+        "positives": sum(y_all),
+        "learned": _metrics(y_all, p_learned),
+        "cues": _metrics(y_all, p_cue),
+    }
 
 
 def train_model(rows, C: float = 1.0) -> dict:
     """The JSON model read by :class:`assistant.documents.citeworthiness.LearnedScorer`."""
     clf, vec = _fit([r[1] for r in rows], [r[2] for r in rows], C)
     vocab = {tok: int(i) for tok, i in vec.vocabulary_.items()}
-    return {"vocab": vocab, "idf": [float(x) for x in vec.idf_], "coef": [float(x) for x in clf.coef_[0]],
-            "intercept": float(clf.intercept_[0]),
-            "meta": {"sentences": len(rows), "positives": sum(r[2] for r in rows), "C": C,
-                     "features": "tfidf(1-2gram, sublinear, l2) + cue indicators"}}
+    return {
+        "vocab": vocab,
+        "idf": [float(x) for x in vec.idf_],
+        "coef": [float(x) for x in clf.coef_[0]],
+        "intercept": float(clf.intercept_[0]),
+        "meta": {
+            "sentences": len(rows),
+            "positives": sum(r[2] for r in rows),
+            "C": C,
+            "features": "tfidf(1-2gram, sublinear, l2) + cue indicators",
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -38,20 +38,52 @@ def _recommender(library):
 
 @click.command("manuscript")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
-              help="Library used to link references and recommend papers.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "pdf", "latex", "markdown", "text"]), default="auto",
-              help="Input format (default: from the file extension).")
-@click.option("--threshold", type=float, default=None, help="Cite-worthiness threshold (default 0.5).")
-@click.option("-k", "k", type=int, default=5, show_default=True, help="Recommendations per missing citation.")
-@click.option("--no-recommend", is_flag=True, help="Only find the sentences; do not run the recommender.")
-@click.option("--time-limit", type=float, default=20.0, show_default=True, help="PDF parsing time cap (s).")
-@click.option("--unmatched-bib", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write BibTeX stubs of the references not found in the library to this file.")
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Library used to link references and recommend papers.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "pdf", "latex", "markdown", "text"]),
+    default="auto",
+    help="Input format (default: from the file extension).",
+)
+@click.option(
+    "--threshold", type=float, default=None, help="Cite-worthiness threshold (default 0.5)."
+)
+@click.option(
+    "-k", "k", type=int, default=5, show_default=True, help="Recommendations per missing citation."
+)
+@click.option(
+    "--no-recommend", is_flag=True, help="Only find the sentences; do not run the recommender."
+)
+@click.option(
+    "--time-limit", type=float, default=20.0, show_default=True, help="PDF parsing time cap (s)."
+)
+@click.option(
+    "--unmatched-bib",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write BibTeX stubs of the references not found in the library to this file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.pass_context
-def manuscript(ctx: click.Context, file: str, db: str | None, fmt: str, threshold: float | None, k: int,
-               no_recommend: bool, time_limit: float, unmatched_bib: str | None, as_json: bool) -> None:
+def manuscript(
+    ctx: click.Context,
+    file: str,
+    db: str | None,
+    fmt: str,
+    threshold: float | None,
+    k: int,
+    no_recommend: bool,
+    time_limit: float,
+    unmatched_bib: str | None,
+    as_json: bool,
+) -> None:
     """Analyse FILE: citations found, references (linked to the library) and missing citations."""
     from assistant.documents.draft import parse_draft
     from assistant.documents.linking import link_references
@@ -76,15 +108,22 @@ def manuscript(ctx: click.Context, file: str, db: str | None, fmt: str, threshol
         recommender, why = _recommender(library)
         if why:
             notes.append(f"no recommendations: {why} (use --no-recommend to silence)")
-    missing = find_missing_citations(doc, recommender=recommender, k=k,
-                                     threshold=DEFAULT_THRESHOLD if threshold is None else threshold)
+    missing = find_missing_citations(
+        doc,
+        recommender=recommender,
+        k=k,
+        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+    )
     result = _result(doc, missing, notes)
     if library is not None:
         library.close()
     if unmatched_bib:
-        Path(unmatched_bib).write_text("\n\n".join(result["unmatched_bibtex"]) + "\n", encoding="utf-8")
+        Path(unmatched_bib).write_text(
+            "\n\n".join(result["unmatched_bibtex"]) + "\n", encoding="utf-8"
+        )
         result["warnings"].append(
-            f"{len(result['unmatched_bibtex'])} unmatched reference(s) written to {unmatched_bib}")
+            f"{len(result['unmatched_bibtex'])} unmatched reference(s) written to {unmatched_bib}"
+        )
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
@@ -96,14 +135,36 @@ def _result(doc, missing, notes: list[str]) -> dict:
 
     sentences = list(doc.sentences())
     return {
-        "file": doc.source, "format": doc.format, "title": doc.title, "authors": doc.authors, "doi": doc.doi,
-        "year": doc.year, "abstract": doc.abstract, "pages": doc.page_count, "partial": doc.partial,
+        "file": doc.source,
+        "format": doc.format,
+        "title": doc.title,
+        "authors": doc.authors,
+        "doi": doc.doi,
+        "year": doc.year,
+        "abstract": doc.abstract,
+        "pages": doc.page_count,
+        "partial": doc.partial,
         "warnings": doc.warnings + notes,
-        "sections": [{"number": s.number, "heading": s.heading, "paragraphs": len(s.paragraphs)} for s in doc.sections],
-        "sentences": len(sentences), "citing_sentences": sum(1 for s in sentences if s.markers),
-        "references": [{"number": r.number, "authors": r.authors, "title": r.title, "year": r.year, "venue": r.venue,
-                        "doi": r.doi, "arxiv_id": r.arxiv_id, "paper_id": r.paper_id, "match": r.match}
-                       for r in doc.references],
+        "sections": [
+            {"number": s.number, "heading": s.heading, "paragraphs": len(s.paragraphs)}
+            for s in doc.sections
+        ],
+        "sentences": len(sentences),
+        "citing_sentences": sum(1 for s in sentences if s.markers),
+        "references": [
+            {
+                "number": r.number,
+                "authors": r.authors,
+                "title": r.title,
+                "year": r.year,
+                "venue": r.venue,
+                "doi": r.doi,
+                "arxiv_id": r.arxiv_id,
+                "paper_id": r.paper_id,
+                "match": r.match,
+            }
+            for r in doc.references
+        ],
         "unmatched_bibtex": [r.to_bibtex() for r in doc.references if r.paper_id is None],
         "contexts": [asdict(c) for c in doc.citation_contexts()],
         "missing": [asdict(m) for m in missing],
@@ -117,8 +178,10 @@ def _print(result: dict) -> None:
     for w in result["warnings"]:
         out.write(f"warning: {w}\n")
     linked = sum(1 for r in result["references"] if r["paper_id"])
-    out.write(f"{result['sentences']} sentences, {result['citing_sentences']} with citations; "
-              f"{len(result['references'])} references ({linked} in the library)\n")
+    out.write(
+        f"{result['sentences']} sentences, {result['citing_sentences']} with citations; "
+        f"{len(result['references'])} references ({linked} in the library)\n"
+    )
     out.write(f"\n{len(result['missing'])} sentence(s) may need a citation:\n")
     for m in result["missing"]:
         out.write(f"\n[{m['score']:.2f}] ({m['section'] or '-'}) {m['sentence']}\n")

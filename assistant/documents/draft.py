@@ -18,15 +18,52 @@ from assistant.documents.references import LABEL_RE, parse_reference
 from assistant.documents.sentences import split_sentences
 from assistant.textfile import BinaryFileError, decode_text
 
-FORMATS = {"tex": "latex", "latex": "latex", "md": "markdown", "markdown": "markdown",
-           "txt": "text", "text": "text", "plain": "text", "numeric": "text"}
-_LATEX_SKIP_ENVS = ("equation", "equation*", "align", "align*", "gather", "gather*", "multline", "multline*",
-                    "eqnarray", "eqnarray*", "figure", "figure*", "table", "table*", "tabular", "verbatim",
-                    "lstlisting", "minted", "algorithm", "algorithmic", "tikzpicture", "thebibliography", "abstract",
-                    "displaymath", "math", "comment")
-_LATEX_HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection|paragraph)\*?\s*(?:\[[^\]]*\])?\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
+FORMATS = {
+    "tex": "latex",
+    "latex": "latex",
+    "md": "markdown",
+    "markdown": "markdown",
+    "txt": "text",
+    "text": "text",
+    "plain": "text",
+    "numeric": "text",
+}
+_LATEX_SKIP_ENVS = (
+    "equation",
+    "equation*",
+    "align",
+    "align*",
+    "gather",
+    "gather*",
+    "multline",
+    "multline*",
+    "eqnarray",
+    "eqnarray*",
+    "figure",
+    "figure*",
+    "table",
+    "table*",
+    "tabular",
+    "verbatim",
+    "lstlisting",
+    "minted",
+    "algorithm",
+    "algorithmic",
+    "tikzpicture",
+    "thebibliography",
+    "abstract",
+    "displaymath",
+    "math",
+    "comment",
+)
+_LATEX_HEADING = re.compile(
+    r"\\(part|chapter|section|subsection|subsubsection|paragraph)\*?\s*(?:\[[^\]]*\])?\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}"
+)
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_REFS_HEADING = re.compile(r"^(?:#+\s*)?(?:\d+\.?\s*)?(references|bibliography|works cited)\s*:?\s*$", re.IGNORECASE | re.MULTILINE)
+_REFS_HEADING = re.compile(
+    r"^(?:#+\s*)?(?:\d+\.?\s*)?(references|bibliography|works cited)\s*:?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def detect_format(text: str, path: Path | None = None) -> str:
@@ -68,14 +105,23 @@ def _latex_mask(text: str) -> tuple[str, dict]:
             if env == "abstract":
                 meta["abstract"] = _delatex(m.group(1))
             if env == "thebibliography":
-                meta["bibitems"] = [(mm.group(1), _delatex(mm.group(2))) for mm in re.finditer(
-                    r"\\bibitem(?:\[[^\]]*\])?\{([^}]*)\}(.*?)(?=\\bibitem|\\end\{thebibliography\}|$)", m.group(1), re.DOTALL)]
+                meta["bibitems"] = [
+                    (mm.group(1), _delatex(mm.group(2)))
+                    for mm in re.finditer(
+                        r"\\bibitem(?:\[[^\]]*\])?\{([^}]*)\}(.*?)(?=\\bibitem|\\end\{thebibliography\}|$)",
+                        m.group(1),
+                        re.DOTALL,
+                    )
+                ]
             _mask(chars, m.start(), m.end())
         scan = "".join(chars)
     for m in re.finditer(r"\$\$.*?\$\$|\\\[.*?\\\]", scan, re.DOTALL):
         _mask(chars, m.start(), m.end())
-    for m in re.finditer(r"\\(?:maketitle|label\{[^}]*\}|bibliography\{[^}]*\}|bibliographystyle\{[^}]*\}|"
-                         r"author\{[^}]*\}|date\{[^}]*\}|keywords\{[^}]*\}|usepackage(?:\[[^\]]*\])?\{[^}]*\})", scan):
+    for m in re.finditer(
+        r"\\(?:maketitle|label\{[^}]*\}|bibliography\{[^}]*\}|bibliographystyle\{[^}]*\}|"
+        r"author\{[^}]*\}|date\{[^}]*\}|keywords\{[^}]*\}|usepackage(?:\[[^\]]*\])?\{[^}]*\})",
+        scan,
+    ):
         _mask(chars, m.start(), m.end())
     return "".join(chars), meta
 
@@ -83,11 +129,21 @@ def _latex_mask(text: str) -> tuple[str, dict]:
 def _delatex(s: str) -> str:
     """Readable text from a LaTeX fragment (for titles, abstracts, and the claim scorer)."""
     s = re.sub(r"(?<!\\)%[^\n]*", "", s)
-    s = re.sub(r"\\(?:emph|textbf|textit|texttt|textsc|underline|mbox|text|url|href\{[^}]*\})\s*\{([^{}]*)\}", r"\1", s)
+    s = re.sub(
+        r"\\(?:emph|textbf|textit|texttt|textsc|underline|mbox|text|url|href\{[^}]*\})\s*\{([^{}]*)\}",
+        r"\1",
+        s,
+    )
     s = re.sub(r"\\(?:ref|eqref|cref|Cref|autoref)\{[^}]*\}", "1", s)
     s = re.sub(r"\\(?:label|footnote)\{[^{}]*\}", "", s)
     s = re.sub(r"\$[^$]*\$", "x", s)
-    s = s.replace("~", " ").replace("\\&", "&").replace("\\%", "%").replace("``", '"').replace("''", '"')
+    s = (
+        s.replace("~", " ")
+        .replace("\\&", "&")
+        .replace("\\%", "%")
+        .replace("``", '"')
+        .replace("''", '"')
+    )
     s = re.sub(r"\\[a-zA-Z]+\*?", "", s)
     s = s.replace("{", "").replace("}", "").replace("\\", "")
     return re.sub(r"\s+", " ", s).strip()
@@ -106,7 +162,9 @@ def _markdown_mask(text: str) -> tuple[str, dict]:
         _mask(chars, m.start(), m.end())
     for m in re.finditer(r"\$\$.*?\$\$|<!--.*?-->", text, re.DOTALL):
         _mask(chars, m.start(), m.end())
-    for m in re.finditer(r"^\s*!\[[^\]]*\]\([^)]*\)\s*$|^\s*\|.*\|\s*$", text, re.MULTILINE):  # images, tables
+    for m in re.finditer(
+        r"^\s*!\[[^\]]*\]\([^)]*\)\s*$|^\s*\|.*\|\s*$", text, re.MULTILINE
+    ):  # images, tables
         _mask(chars, m.start(), m.end())
     return "".join(chars), meta
 
@@ -114,14 +172,21 @@ def _markdown_mask(text: str) -> tuple[str, dict]:
 def parse_draft(path_or_text: str | Path, fmt: str | None = None) -> Document:
     """Parse a draft given as a path (``.tex``/``.md``/``.txt``) or as its text."""
     path: Path | None = None
-    if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
-                                          and len(path_or_text) < 4096 and Path(path_or_text).is_file()):
+    if isinstance(path_or_text, Path) or (
+        isinstance(path_or_text, str)
+        and "\n" not in path_or_text
+        and len(path_or_text) < 4096
+        and Path(path_or_text).is_file()
+    ):
         path = Path(path_or_text)
         try:
             text, _ = decode_text(path.read_bytes())
         except BinaryFileError as exc:
-            raise DocumentError(str(path), f"{exc}: a manuscript is a PDF, LaTeX (.tex), Markdown (.md) "
-                                           "or plain-text (.txt) file") from exc
+            raise DocumentError(
+                str(path),
+                f"{exc}: a manuscript is a PDF, LaTeX (.tex), Markdown (.md) "
+                "or plain-text (.txt) file",
+            ) from exc
         except OSError as exc:
             raise DocumentError(str(path), f"cannot read: {exc.strerror or exc}") from exc
         if not text.strip():
@@ -131,7 +196,9 @@ def parse_draft(path_or_text: str | Path, fmt: str | None = None) -> Document:
     fmt = FORMATS.get((fmt or "").lower()) or detect_format(text, path)
     if fmt == "latex":
         scan, meta = _latex_mask(text)
-        headings = [(m.start(), m.end(), _delatex(m.group(2))) for m in _LATEX_HEADING.finditer(scan)]
+        headings = [
+            (m.start(), m.end(), _delatex(m.group(2))) for m in _LATEX_HEADING.finditer(scan)
+        ]
         kinds = ("latex", "numeric", "author-year")
     elif fmt == "markdown":
         scan, meta = _markdown_mask(text)
@@ -139,12 +206,22 @@ def parse_draft(path_or_text: str | Path, fmt: str | None = None) -> Document:
         kinds = ("pandoc", "numeric", "author-year")
     else:
         scan, meta = text, {}
-        headings = [(m.start(), m.end(), m.group(0).strip()) for m in re.finditer(
-            r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][^\n.!?]{1,70}$(?=\n\s*\n)", text, re.MULTILINE)
-            if len(m.group(0).split()) <= 8 and m.start() > 0 and not m.group(0).rstrip().endswith((".", ":"))]
+        headings = [
+            (m.start(), m.end(), m.group(0).strip())
+            for m in re.finditer(
+                r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][^\n.!?]{1,70}$(?=\n\s*\n)", text, re.MULTILINE
+            )
+            if len(m.group(0).split()) <= 8
+            and m.start() > 0
+            and not m.group(0).rstrip().endswith((".", ":"))
+        ]
         kinds = ("numeric", "author-year")
-    doc = Document(source=str(path) if path else "<text>", format=fmt, title=meta.get("title", ""),
-                   abstract=meta.get("abstract", ""))
+    doc = Document(
+        source=str(path) if path else "<text>",
+        format=fmt,
+        title=meta.get("title", ""),
+        abstract=meta.get("abstract", ""),
+    )
     scan_chars = list(scan)
     for s, e, _ in headings:
         _mask(scan_chars, s, e)
@@ -152,15 +229,17 @@ def parse_draft(path_or_text: str | Path, fmt: str | None = None) -> Document:
     refs_at = _REFS_HEADING.search(text) if fmt != "latex" else None
     refs_start = refs_at.start() if refs_at else len(text)
     if refs_at:
-        doc.references = _plain_references(text[refs_at.end():])
+        doc.references = _plain_references(text[refs_at.end() :])
     if fmt == "latex" and meta.get("bibitems"):
-        doc.references = [parse_reference(body, i + 1) for i, (_, body) in enumerate(meta["bibitems"])]
+        doc.references = [
+            parse_reference(body, i + 1) for i, (_, body) in enumerate(meta["bibitems"])
+        ]
         for ref, (key, _) in zip(doc.references, meta["bibitems"]):
             ref.key = key.strip()
     bounds = sorted([(s, e, h) for s, e, h in headings if s < refs_start])
     section = Section(heading="")
     doc.sections.append(section)
-    h_iter = iter(bounds + [(refs_start, refs_start, None)])
+    h_iter = iter([*bounds, (refs_start, refs_start, None)])
     next_h = next(h_iter)
     index = 0
     for pm in re.finditer(r"\S(?:.*?)(?=\n[ \t]*\n|\Z)", scan[:refs_start], re.DOTALL):
@@ -181,15 +260,21 @@ def parse_draft(path_or_text: str | Path, fmt: str | None = None) -> Document:
     if not doc.title and fmt == "text" and doc.sections and doc.sections[0].paragraphs:
         first = doc.sections[0].paragraphs[0]
         line = first.sentences[0].text if len(first.sentences) == 1 else ""
-        if line and "\n" not in line and len(line) < 150 and not line.rstrip().endswith((".", "?", "!")):
+        if (
+            line
+            and "\n" not in line
+            and len(line) < 150
+            and not line.rstrip().endswith((".", "?", "!"))
+        ):
             doc.title = line.strip()
             doc.sections[0].paragraphs.pop(0)
             doc.sections = [s for s in doc.sections if s.paragraphs or s.heading]
     return doc
 
 
-def _add_paragraph(doc: Document, section: Section, text: str, scan: str, start: int, end: int,
-                   index: int, kinds) -> None:
+def _add_paragraph(
+    doc: Document, section: Section, text: str, scan: str, start: int, end: int, index: int, kinds
+) -> None:
     chunk = scan[start:end]
     para = Paragraph()
     for s, e in split_sentences(chunk):
@@ -211,7 +296,7 @@ def _plain_references(block: str) -> list:
         m = LABEL_RE.match(ln.strip()) or re.match(r"^\s*[-*]\s+", ln)
         if m or not entries:
             num = int(m.group(1) or m.group(2)) if m and m.re is LABEL_RE else None
-            entries.append((num, [ln.strip()[m.end():] if m else ln.strip()]))
+            entries.append((num, [ln.strip()[m.end() :] if m else ln.strip()]))
         else:
             entries[-1][1].append(ln.strip())
     refs = [parse_reference(" ".join(ls), n) for n, ls in entries]

@@ -29,8 +29,9 @@ def document_to_paper(doc: Document, path: Path) -> Paper:
     )
 
 
-def import_pdf(library, path: str | Path, document: Document | None = None,
-               label_intents: bool = True) -> ImportReport:
+def import_pdf(
+    library, path: str | Path, document: Document | None = None, label_intents: bool = True
+) -> ImportReport:
     """Parse ``path``, add (or merge) the paper, link its references and add citation edges.
 
     Raises :class:`DocumentError` for unreadable files and for PDFs with neither a title nor
@@ -59,25 +60,37 @@ def import_pdf(library, path: str | Path, document: Document | None = None,
             cited_in_text.add(pid)
             if (pid, ctx.sentence) in existing:
                 continue
-            library.add_citation(Citation(citing_id=citing_id, cited_id=pid, context=ctx.sentence,
-                                          section=ctx.section))
+            library.add_citation(
+                Citation(
+                    citing_id=citing_id, cited_id=pid, context=ctx.sentence, section=ctx.section
+                )
+            )
             existing.add((pid, ctx.sentence))
             added += 1
     # references linked but never cited in a sentence we parsed: keep the edge, no context
     for ref in doc.references:
         pid = ref.paper_id
         if pid and pid != citing_id and pid not in cited_in_text and pid not in existing_ids:
-            library.add_citation(Citation(citing_id=citing_id, cited_id=pid, context="", section=""))
+            library.add_citation(
+                Citation(citing_id=citing_id, cited_id=pid, context="", section="")
+            )
             existing_ids.add(pid)
             added += 1
     if added and label_intents:
         _label_intents(library, warnings)
     unmatched = [r for r in doc.references if r.paper_id is None]
     return ImportReport(
-        path=str(path), paper_id=citing_id, title=doc.title or path.stem, doi=doc.doi,
-        created=outcome.status == "added", references=len(doc.references),
-        linked=len(doc.references) - len(unmatched), citations_added=added, unmatched=unmatched,
-        warnings=warnings, partial=doc.partial,
+        path=str(path),
+        paper_id=citing_id,
+        title=doc.title or path.stem,
+        doi=doc.doi,
+        created=outcome.status == "added",
+        references=len(doc.references),
+        linked=len(doc.references) - len(unmatched),
+        citations_added=added,
+        unmatched=unmatched,
+        warnings=warnings,
+        partial=doc.partial,
     )
 
 

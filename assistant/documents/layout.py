@@ -8,6 +8,7 @@ same baseline inside a block are merged ("1" + "INTRODUCTION"), rotated text
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 import time
@@ -20,8 +21,16 @@ import pymupdf
 TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 
 LIGATURES = {
-    "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
-    "\ufb05": "st", "\ufb06": "st", "\u00ad": "", "\u200b": "", "\ufeff": "",
+    "\ufb00": "ff",
+    "\ufb01": "fi",
+    "\ufb02": "fl",
+    "\ufb03": "ffi",
+    "\ufb04": "ffl",
+    "\ufb05": "st",
+    "\ufb06": "st",
+    "\u00ad": "",
+    "\u200b": "",
+    "\ufeff": "",
 }
 _LIG_RE = re.compile("|".join(LIGATURES))
 SUPERSCRIPT_DIGITS = str.maketrans("0123456789,", "⁰¹²³⁴⁵⁶⁷⁸⁹˒")
@@ -65,7 +74,12 @@ def fix_ligatures(text: str) -> str:
 
 def _is_bold(span: dict) -> bool:
     font = span.get("font", "")
-    return bool(span["flags"] & 16) or "Bold" in font or font.endswith(("TB", "-B", ".B")) or "Black" in font
+    return (
+        bool(span["flags"] & 16)
+        or "Bold" in font
+        or font.endswith(("TB", "-B", ".B"))
+        or "Black" in font
+    )
 
 
 def _line_from_spans(page_no: int, bbox, spans: list[dict]) -> Line | None:
@@ -83,13 +97,19 @@ def _line_from_spans(page_no: int, bbox, spans: list[dict]) -> Line | None:
             continue
         if prev_x1 is not None and text.strip() and parts and parts[-1].strip():
             max_gap = max(max_gap, s["bbox"][0] - prev_x1)
-        if prev_x1 is not None and parts and s["bbox"][0] - prev_x1 > 0.2 * s["size"] \
-                and not parts[-1].endswith(" ") and not text.startswith(" "):
+        if (
+            prev_x1 is not None
+            and parts
+            and s["bbox"][0] - prev_x1 > 0.2 * s["size"]
+            and not parts[-1].endswith(" ")
+            and not text.startswith(" ")
+        ):
             parts.append(" ")
         prev_x1 = s["bbox"][2]
         n = len(text.strip())
-        is_sup = bool(s["flags"] & 1) or (base_size and s["size"] < 0.8 * base_size and
-                                         s["bbox"][3] < bbox[3] - 0.25 * base_size)
+        is_sup = bool(s["flags"] & 1) or (
+            base_size and s["size"] < 0.8 * base_size and s["bbox"][3] < bbox[3] - 0.25 * base_size
+        )
         if is_sup and text.strip() and re.fullmatch(r"[\d,\s\-–]+", text.strip()):
             text = text.strip().translate(SUPERSCRIPT_DIGITS)
         elif not is_sup:
@@ -108,9 +128,19 @@ def _line_from_spans(page_no: int, bbox, spans: list[dict]) -> Line | None:
     if not text.strip():
         return None
     size = sizes.most_common(1)[0][0] if sizes else base_size
-    return Line(page_no, bbox[0], bbox[1], bbox[2], bbox[3], re.sub(r"\s+", " ", text).strip(), size,
-                bold_chars > total / 2, italic_chars > total / 2,
-                first_bold="".join(first_bold).strip() if not in_first_bold else "", max_gap=max_gap)
+    return Line(
+        page_no,
+        bbox[0],
+        bbox[1],
+        bbox[2],
+        bbox[3],
+        re.sub(r"\s+", " ", text).strip(),
+        size,
+        bold_chars > total / 2,
+        italic_chars > total / 2,
+        first_bold="".join(first_bold).strip() if not in_first_bold else "",
+        max_gap=max_gap,
+    )
 
 
 def _page_lines(page: pymupdf.Page, page_no: int) -> list[Line]:
@@ -127,7 +157,9 @@ def _page_lines(page: pymupdf.Page, page_no: int) -> list[Line]:
             box = list(line["bbox"])
             # merge with a previous row on the same baseline ("1" + "INTRODUCTION")
             for row_box, row_spans in rows:
-                if abs(row_box[3] - box[3]) < 2.0 and (box[0] > row_box[2] - 1 or box[2] < row_box[0] + 1):
+                if abs(row_box[3] - box[3]) < 2.0 and (
+                    box[0] > row_box[2] - 1 or box[2] < row_box[0] + 1
+                ):
                     row_spans.extend(line["spans"])
                     row_spans.sort(key=lambda s: s["bbox"][0])
                     row_box[0], row_box[1] = min(row_box[0], box[0]), min(row_box[1], box[1])
@@ -150,9 +182,7 @@ def _assign_columns(lines: list[Line], width: float) -> bool:
     right = sum(1 for ln in lines if ln.x0 >= mid - 8 and ln.width > 0.25 * width)
     two = left >= 5 and right >= 5
     for ln in lines:
-        if not two:
-            ln.column = 0
-        elif ln.x1 <= mid + 8:
+        if not two or ln.x1 <= mid + 8:
             ln.column = 0
         elif ln.x0 >= mid - 8:
             ln.column = 1
@@ -168,10 +198,12 @@ def _order(lines: list[Line], two_column: bool) -> list[Line]:
     top = min((ln.y0 for ln in col_lines), default=0.0)
     head = [ln for ln in lines if ln.column < 0 and ln.y1 <= top + 2]
     rest = [ln for ln in lines if ln.column < 0 and ln.y1 > top + 2]
-    return (sorted(head, key=lambda ln: (ln.y0, ln.x0))
-            + sorted((ln for ln in col_lines if ln.column == 0), key=lambda ln: (ln.y0, ln.x0))
-            + sorted((ln for ln in col_lines if ln.column == 1), key=lambda ln: (ln.y0, ln.x0))
-            + sorted(rest, key=lambda ln: (ln.y0, ln.x0)))
+    return (
+        sorted(head, key=lambda ln: (ln.y0, ln.x0))
+        + sorted((ln for ln in col_lines if ln.column == 0), key=lambda ln: (ln.y0, ln.x0))
+        + sorted((ln for ln in col_lines if ln.column == 1), key=lambda ln: (ln.y0, ln.x0))
+        + sorted(rest, key=lambda ln: (ln.y0, ln.x0))
+    )
 
 
 _NUM_RE = re.compile(r"\d+")
@@ -205,13 +237,16 @@ def _in_margin(ln: Line, p: PageLines) -> bool:
     return ln.y1 < 0.08 * p.height or ln.y0 > 0.92 * p.height
 
 
-def extract_pages(doc: pymupdf.Document, deadline: float | None = None,
-                  max_pages: int | None = None) -> tuple[list[PageLines], bool]:
+def extract_pages(
+    doc: pymupdf.Document, deadline: float | None = None, max_pages: int | None = None
+) -> tuple[list[PageLines], bool]:
     """Lines of every page in reading order; returns (pages, truncated_by_time_or_page_cap)."""
     pages: list[PageLines] = []
     truncated = False
     for i in range(doc.page_count):
-        if (max_pages is not None and i >= max_pages) or (deadline is not None and time.monotonic() > deadline):
+        if (max_pages is not None and i >= max_pages) or (
+            deadline is not None and time.monotonic() > deadline
+        ):
             truncated = True
             break
         page = doc[i]
@@ -234,5 +269,9 @@ def body_font_size(lines: list[Line]) -> float:
 
 
 def median_line_gap(lines: list[Line]) -> float:
-    gaps = [b.y0 - a.y0 for a, b in zip(lines, lines[1:]) if a.column == b.column and 0 < b.y0 - a.y0 < 30]
+    gaps = [
+        b.y0 - a.y0
+        for a, b in itertools.pairwise(lines)
+        if a.column == b.column and 0 < b.y0 - a.y0 < 30
+    ]
     return statistics.median(gaps) if gaps else 12.0

@@ -36,7 +36,11 @@ def normalize_title(title: str) -> str:
 
 
 def _norm_name(name: str) -> str:
-    return re.sub(r"[^a-z]", "", unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower())
+    return re.sub(
+        r"[^a-z]",
+        "",
+        unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower(),
+    )
 
 
 def title_score(ref: Reference, paper: Paper) -> float:
@@ -55,15 +59,37 @@ def title_score(ref: Reference, paper: Paper) -> float:
     return score
 
 
-_VENUE_STOP = {"proceedings", "proc", "international", "conference", "annual", "acm", "the", "and", "on", "of",
-               "in", "for", "workshop", "symposium", "journal", "transactions", "research", "development"}
+_VENUE_STOP = {
+    "proceedings",
+    "proc",
+    "international",
+    "conference",
+    "annual",
+    "acm",
+    "the",
+    "and",
+    "on",
+    "of",
+    "in",
+    "for",
+    "workshop",
+    "symposium",
+    "journal",
+    "transactions",
+    "research",
+    "development",
+}
 
 
 def _venues_compatible(a: str, b: str) -> bool:
     """Unknown venues, or venues sharing half of their distinctive words ("SIGIR" / "SIGIR Forum")."""
+
     def words(v: str) -> set[str]:
-        return {w for w in normalize_title(v).split()
-                if w not in _VENUE_STOP and not re.fullmatch(r"\d+(?:st|nd|rd|th)?", w)}
+        return {
+            w
+            for w in normalize_title(v).split()
+            if w not in _VENUE_STOP and not re.fullmatch(r"\d+(?:st|nd|rd|th)?", w)
+        }
 
     wa, wb = words(a), words(b)
     return not wa or not wb or len(wa & wb) >= 0.5 * min(len(wa), len(wb))
@@ -78,14 +104,26 @@ def _accept(ref: Reference, paper: Paper) -> float | None:
     """
     score = title_score(ref, paper)
     first = _norm_name(ref.first_author_lastname)
-    same_author = bool(first) and bool(paper.authors) and first == _norm_name(paper.first_author_lastname)
-    other_author = bool(first) and bool(paper.authors) and not same_author and not any(
-        first == _norm_name(a.split(",")[0]) for a in paper.authors)
+    same_author = (
+        bool(first) and bool(paper.authors) and first == _norm_name(paper.first_author_lastname)
+    )
+    other_author = (
+        bool(first)
+        and bool(paper.authors)
+        and not same_author
+        and not any(first == _norm_name(a.split(",")[0]) for a in paper.authors)
+    )
     gap = abs(ref.year - paper.year) if ref.year and paper.year else 0
-    if gap > 1 and not (same_author and score >= 97 and len(normalize_title(ref.title)) >= 40
-                        and _venues_compatible(ref.venue, paper.venue)):
+    if gap > 1 and not (
+        same_author
+        and score >= 97
+        and len(normalize_title(ref.title)) >= 40
+        and _venues_compatible(ref.venue, paper.venue)
+    ):
         return None
-    threshold = TITLE_THRESHOLD_SAME_AUTHOR if same_author else TITLE_THRESHOLD + (4 if other_author else 0)
+    threshold = (
+        TITLE_THRESHOLD_SAME_AUTHOR if same_author else TITLE_THRESHOLD + (4 if other_author else 0)
+    )
     # ties between versions of one title (tutorial/book, conference/journal, reprint): closest year wins
     return score - 0.5 * min(gap, 10) if score >= threshold else None
 
@@ -105,7 +143,10 @@ def link_reference(ref: Reference, source: PaperSource, limit: int = 10) -> Pape
     if len(" ".join(words)) < 12:
         return None
     best, best_score = None, 0.0
-    for query, n in ((f'"{" ".join(words)}"', limit), (" ".join(w for w in words if len(w) > 2), 2 * limit)):
+    for query, n in (
+        (f'"{" ".join(words)}"', limit),
+        (" ".join(w for w in words if len(w) > 2), 2 * limit),
+    ):
         try:
             candidates = source.search(query, limit=n)
         except Exception:  # FTS syntax edge cases must never break a parse

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from assistant.documents.citeworthiness import default_scorer
 from assistant.documents.draft import parse_draft, sentence_plain_text
@@ -18,16 +18,26 @@ __all__ = ["find_missing_citations", "load_document", "parse_draft"]
 log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 0.5
-_SKIP_SECTIONS = re.compile(r"acknowledg|funding|author contributions|conflicts? of interest|data availability",
-                            re.IGNORECASE)
+_SKIP_SECTIONS = re.compile(
+    r"acknowledg|funding|author contributions|conflicts? of interest|data availability",
+    re.IGNORECASE,
+)
 
 
 def load_document(document_or_path: Document | str | Path, fmt: str | None = None) -> Document:
     """A Document from a parsed document, a PDF path, a draft path or draft text."""
     if isinstance(document_or_path, Document):
         return document_or_path
-    p = Path(document_or_path) if isinstance(document_or_path, Path) or (
-        isinstance(document_or_path, str) and "\n" not in document_or_path and len(document_or_path) < 4096) else None
+    p = (
+        Path(document_or_path)
+        if isinstance(document_or_path, Path)
+        or (
+            isinstance(document_or_path, str)
+            and "\n" not in document_or_path
+            and len(document_or_path) < 4096
+        )
+        else None
+    )
     if p is not None and p.suffix.lower() == ".pdf":
         from assistant.documents.pdf import parse_pdf
 
@@ -35,10 +45,16 @@ def load_document(document_or_path: Document | str | Path, fmt: str | None = Non
     return parse_draft(document_or_path, fmt)
 
 
-def find_missing_citations(document_or_path: Document | str | Path, recommender=None,
-                           threshold: float = DEFAULT_THRESHOLD, k: int = 5, max_recommend: int = 40,
-                           scorer=None, fmt: str | None = None,
-                           cancelled: Callable[[], bool] | None = None) -> list[MissingCitation]:
+def find_missing_citations(
+    document_or_path: Document | str | Path,
+    recommender=None,
+    threshold: float = DEFAULT_THRESHOLD,
+    k: int = 5,
+    max_recommend: int = 40,
+    scorer=None,
+    fmt: str | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> list[MissingCitation]:
     """Sentences without a citation marker scoring >= ``threshold``, in document order.
 
     With a ``recommender`` (:class:`assistant.retrieval.pipeline.Recommender`), the
@@ -56,7 +72,11 @@ def find_missing_citations(document_or_path: Document | str | Path, recommender=
             for i, sent in enumerate(paragraph.sentences):
                 if sent.markers:
                     continue
-                near = [paragraph.sentences[j].text for j in (i - 1, i + 1) if 0 <= j < len(paragraph.sentences)]
+                near = [
+                    paragraph.sentences[j].text
+                    for j in (i - 1, i + 1)
+                    if 0 <= j < len(paragraph.sentences)
+                ]
                 neighbours[(sent.paragraph, sent.text)] = " ".join(near)
                 plain = sentence_plain_text(sent, doc.format)
                 if len(plain.split()) < 5:
@@ -64,27 +84,46 @@ def find_missing_citations(document_or_path: Document | str | Path, recommender=
                 candidates.append((sent, plain, section.heading))
     scores = scorer.score([plain for _, plain, _ in candidates]) if candidates else []
     missing = [
-        MissingCitation(sentence=sent.text, section=heading, score=round(sc.probability, 4), reasons=sc.reasons,
-                        paragraph=sent.paragraph, start=sent.start, end=sent.end)
-        for (sent, _, heading), sc in zip(candidates, scores) if sc.probability >= threshold
+        MissingCitation(
+            sentence=sent.text,
+            section=heading,
+            score=round(sc.probability, 4),
+            reasons=sc.reasons,
+            paragraph=sent.paragraph,
+            start=sent.start,
+            end=sent.end,
+        )
+        for (sent, _, heading), sc in zip(candidates, scores)
+        if sc.probability >= threshold
     ]
     if recommender is not None and missing:
         _recommend(doc, missing, recommender, k, max_recommend, cancelled, neighbours)
     return missing
 
 
-def _recommend(doc: Document, missing: list[MissingCitation], recommender, k: int, max_recommend: int,
-               cancelled, neighbours: dict[tuple[int, str], str]) -> None:
+def _recommend(
+    doc: Document,
+    missing: list[MissingCitation],
+    recommender,
+    k: int,
+    max_recommend: int,
+    cancelled,
+    neighbours: dict[tuple[int, str], str],
+) -> None:
     from assistant.retrieval.query import Query
 
     cited = {r.paper_id for r in doc.references if r.paper_id is not None}
     library = getattr(recommender, "library", None)
-    if library is not None and hasattr(library, "same_work_ids"):  # the manuscript itself, by DOI or title
+    if library is not None and hasattr(
+        library, "same_work_ids"
+    ):  # the manuscript itself, by DOI or title
         cited.update(library.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
     config = getattr(recommender, "config", None)
     if config is not None:
         try:
-            config = replace(config, k=k, exclude_ids=tuple(set(getattr(config, "exclude_ids", ())) | cited))
+            config = replace(
+                config, k=k, exclude_ids=tuple(set(getattr(config, "exclude_ids", ())) | cited)
+            )
         except TypeError:
             config = None
     ranked = sorted(missing, key=lambda m: -m.score)[:max_recommend]
@@ -93,16 +132,33 @@ def _recommend(doc: Document, missing: list[MissingCitation], recommender, k: in
             break
         try:
             context = neighbours.get((item.paragraph, item.sentence), "")
-            query = Query(_query_text(item.sentence, doc.format), mode="local", title=doc.title or None,
-                          abstract=doc.abstract or None, context=_query_text(context, doc.format) or None,
-                          cited_ids=tuple(sorted(cited)), year=doc.year)
-            result = recommender.recommend(query, config=config) if config is not None else recommender.recommend(query)
+            query = Query(
+                _query_text(item.sentence, doc.format),
+                mode="local",
+                title=doc.title or None,
+                abstract=doc.abstract or None,
+                context=_query_text(context, doc.format) or None,
+                cited_ids=tuple(sorted(cited)),
+                year=doc.year,
+            )
+            result = (
+                recommender.recommend(query, config=config)
+                if config is not None
+                else recommender.recommend(query)
+            )
         except Exception as exc:  # one failed query must not lose the whole list
             log.warning("recommendation failed for %r: %s", item.sentence[:60], exc)
             continue
         item.recommendations = [
-            {"paper_id": rec.paper.id, "title": rec.paper.title, "year": rec.paper.year, "doi": rec.paper.doi,
-             "citekey": rec.paper.citekey, "score": round(float(rec.score), 4), "intent": rec.intent}
+            {
+                "paper_id": rec.paper.id,
+                "title": rec.paper.title,
+                "year": rec.paper.year,
+                "doi": rec.paper.doi,
+                "citekey": rec.paper.citekey,
+                "score": round(float(rec.score), 4),
+                "intent": rec.intent,
+            }
             for rec in result.items[:k]
         ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Sequence
+from collections.abc import Sequence
 
 from assistant.documents.model import CitationMarker, Reference
 
@@ -29,7 +29,9 @@ LATEX_CITE_RE = re.compile(
     r"\\(?:[a-zA-Z]*cite[a-zA-Z]*|citep|citet|citealp|citeauthor|citeyear|parencite|textcite|autocite|footcite)\*?"
     r"(?:\s*\[[^\]]*\]){0,2}\s*\{([^}]*)\}"
 )
-PANDOC_RE = re.compile(r"\[((?:[^\[\]]*?-?@[\w:.#$%&\-+?<>~/]+[^\[\]]*?)(?:;[^\[\]]*?-?@[\w:.#$%&\-+?<>~/]+[^\[\]]*?)*)\]")
+PANDOC_RE = re.compile(
+    r"\[((?:[^\[\]]*?-?@[\w:.#$%&\-+?<>~/]+[^\[\]]*?)(?:;[^\[\]]*?-?@[\w:.#$%&\-+?<>~/]+[^\[\]]*?)*)\]"
+)
 PANDOC_KEY_RE = re.compile(r"-?@([\w:.#$%&\-+?<>~/]*[\w])")
 
 
@@ -49,8 +51,9 @@ def _expand_numbers(body: str, max_span: int = 60) -> list[int]:
     return out
 
 
-def find_markers(text: str, kinds: Sequence[str] = ("numeric", "author-year"),
-                 max_number: int | None = None) -> list[CitationMarker]:
+def find_markers(
+    text: str, kinds: Sequence[str] = ("numeric", "author-year"), max_number: int | None = None
+) -> list[CitationMarker]:
     """All citation markers in ``text``; numeric ones only when every number is within 1..max_number."""
     found: list[CitationMarker] = []
     taken: list[tuple[int, int]] = []
@@ -139,7 +142,10 @@ def _resolve_author_year(label: str, references: list[Reference], by_key) -> int
         second = re.search(r"(?:and|&)\s+([\w'’\-]+)", names)
         if second:
             for i in cands:
-                if any(_norm_name(second.group(1)) == _norm_name(a.split(",")[0]) for a in references[i].authors[1:]):
+                if any(
+                    _norm_name(second.group(1)) == _norm_name(a.split(",")[0])
+                    for a in references[i].authors[1:]
+                ):
                     return i
     return cands[0] if cands else None
 
@@ -148,7 +154,7 @@ def strip_markers(text: str, markers: list[CitationMarker]) -> str:
     """The sentence with its markers removed (for queries and classifiers)."""
     out, pos = [], 0
     for mk in sorted(markers, key=lambda m: m.start):
-        out.append(text[pos:mk.start])
+        out.append(text[pos : mk.start])
         pos = mk.end
     out.append(text[pos:])
     s = "".join(out)

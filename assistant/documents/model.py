@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 
 class DocumentError(Exception):
@@ -156,14 +156,16 @@ class Document:
                         continue
                     refs = s.reference_indices()
                     ids = [self.references[r].paper_id for r in refs if self.references[r].paper_id]
-                    out.append(CitationContext(
-                        sentence=s.text,
-                        before=sents[i - 1].text if i > 0 else "",
-                        after=sents[i + 1].text if i + 1 < len(sents) else "",
-                        section=section.heading,
-                        references=refs,
-                        paper_ids=list(dict.fromkeys(ids)),
-                    ))
+                    out.append(
+                        CitationContext(
+                            sentence=s.text,
+                            before=sents[i - 1].text if i > 0 else "",
+                            after=sents[i + 1].text if i + 1 < len(sents) else "",
+                            section=section.heading,
+                            references=refs,
+                            paper_ids=list(dict.fromkeys(ids)),
+                        )
+                    )
         return out
 
     def to_dict(self) -> dict:

@@ -19,7 +19,13 @@ from assistant.documents.layout import Line, PageLines, body_font_size, extract_
 from assistant.documents.markers import find_markers, resolve_markers
 from assistant.documents.model import Document, DocumentError
 from assistant.documents.references import parse_reference, split_entries
-from assistant.documents.structure import FRONT_RE, REFERENCES_RE, classify_lines, is_heading, build_sections
+from assistant.documents.structure import (
+    FRONT_RE,
+    REFERENCES_RE,
+    build_sections,
+    classify_lines,
+    is_heading,
+)
 from assistant.documents.text import Dehyphenator, repair_ligature_glyphs
 
 log = logging.getLogger(__name__)
@@ -27,8 +33,6 @@ log = logging.getLogger(__name__)
 DEFAULT_TIME_LIMIT_S = 20.0
 DEFAULT_MAX_PAGES = 150
 MAX_FILE_BYTES = 300 * 1024 * 1024
-
-
 
 
 def open_pdf(path: str | Path) -> pymupdf.Document:
@@ -40,7 +44,9 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     if size == 0:
         raise DocumentError(str(p), "empty file (0 bytes)")
     if size > MAX_FILE_BYTES:
-        raise DocumentError(str(p), f"file too large ({size // 2**20} MiB > {MAX_FILE_BYTES // 2**20} MiB)")
+        raise DocumentError(
+            str(p), f"file too large ({size // 2**20} MiB > {MAX_FILE_BYTES // 2**20} MiB)"
+        )
     try:
         doc = pymupdf.open(p, filetype="pdf")
     except Exception as exc:  # pymupdf raises FileDataError / RuntimeError variants
@@ -54,8 +60,9 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     return doc
 
 
-def parse_pdf(path: str | Path, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
-              max_pages: int = DEFAULT_MAX_PAGES) -> Document:
+def parse_pdf(
+    path: str | Path, time_limit_s: float = DEFAULT_TIME_LIMIT_S, max_pages: int = DEFAULT_MAX_PAGES
+) -> Document:
     """Parse a manuscript PDF. Stops at ``time_limit_s`` / ``max_pages`` with ``partial=True``."""
     start = time.monotonic()
     deadline = start + time_limit_s
@@ -75,20 +82,25 @@ def parse_pdf(path: str | Path, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
             result.partial = True
             result.warnings.append(
                 f"stopped after {len(pages)} of {doc.page_count} pages "
-                f"({'time limit' if time.monotonic() > deadline else 'page limit'}); result is partial")
+                f"({'time limit' if time.monotonic() > deadline else 'page limit'}); result is partial"
+            )
         if not any(p.lines for p in pages):
             result.partial = True
             result.warnings.append("no text layer (scanned or image-only PDF?); OCR it first")
             return result
         if getattr(doc, "is_repaired", False):
             result.partial = True
-            result.warnings.append("the PDF is damaged (repaired on opening); content may be missing")
+            result.warnings.append(
+                "the PDF is damaged (repaired on opening); content may be missing"
+            )
         try:
             _build(result, pages, doc)
         except Exception as exc:  # never crash on an odd layout: keep what was found, say so
             log.warning("%s: structure analysis failed", path, exc_info=True)
             result.partial = True
-            result.warnings.append(f"structure analysis failed ({type(exc).__name__}: {exc}); result is partial")
+            result.warnings.append(
+                f"structure analysis failed ({type(exc).__name__}: {exc}); result is partial"
+            )
         if time.monotonic() > deadline and not result.partial:
             result.partial = True
             result.warnings.append("time limit reached while parsing; result may be partial")
@@ -101,7 +113,9 @@ def _build(result: Document, pages: list[PageLines], doc: pymupdf.Document) -> N
     lines = [ln for p in pages for ln in p.lines]
     # body size from the text before the bibliography (a long reference list in small print
     # can outweigh the body of a short paper)
-    refs_at = next((i for i, ln in enumerate(lines) if REFERENCES_RE.match(ln.text.strip())), len(lines))
+    refs_at = next(
+        (i for i, ln in enumerate(lines) if REFERENCES_RE.match(ln.text.strip())), len(lines)
+    )
     before = lines[:refs_at]
     body = body_font_size(before if sum(len(ln.text) for ln in before) > 400 else lines)
     vocab = _vocabulary(lines)
@@ -109,7 +123,9 @@ def _build(result: Document, pages: list[PageLines], doc: pymupdf.Document) -> N
     for ln in lines:
         ln.text = repair_ligature_glyphs(ln.text, vocab, lowercase_seen)
     _front_matter(result, pages, body, doc)
-    main, refs_lines, captions = classify_lines(lines, body, result, {p.number: p.height for p in pages})
+    main, refs_lines, captions = classify_lines(
+        lines, body, result, {p.number: p.height for p in pages}
+    )
     dehyph = Dehyphenator(vocab)
     result.captions = [dehyph.join(parts) for parts in captions]
     result.references = [parse_reference(text, n) for n, text in split_entries(refs_lines)]
@@ -119,7 +135,9 @@ def _build(result: Document, pages: list[PageLines], doc: pymupdf.Document) -> N
     n_refs = max((r.number or 0 for r in result.references), default=0) or len(result.references)
     all_markers = []
     for sent in result.sentences():
-        sent.markers = find_markers(sent.text, ("numeric", "author-year"), max_number=n_refs or None)
+        sent.markers = find_markers(
+            sent.text, ("numeric", "author-year"), max_number=n_refs or None
+        )
         all_markers.extend(sent.markers)
     if sum(1 for m in all_markers if m.kind == "numeric") >= 3:
         # bracketed citations: superscript digits are footnote marks, not citations
@@ -144,7 +162,9 @@ _RUN_IN_ABSTRACT = re.compile(r"^\s*abstract\s*[.:—–-]\s*", re.IGNORECASE)
 _RUN_IN_KEYWORDS = re.compile(r"^\s*(?:keywords|key words|index terms)\s*[.:—–-]\s*", re.IGNORECASE)
 
 
-def _run_in_front_matter(result: Document, first: PageLines, body: float, dehyph: Dehyphenator) -> None:
+def _run_in_front_matter(
+    result: Document, first: PageLines, body: float, dehyph: Dehyphenator
+) -> None:
     """LNCS/IEEE style: "Abstract. Text..." and "Keywords: a, b" run into their paragraphs on page 1
     (often in a smaller size than the body); taken from the raw lines and removed from the sections."""
     lines = first.lines
@@ -152,9 +172,14 @@ def _run_in_front_matter(result: Document, first: PageLines, body: float, dehyph
         if not _RUN_IN_ABSTRACT.match(ln.text):
             continue
         parts = [_RUN_IN_ABSTRACT.sub("", ln.text, count=1)]
-        for prev, nxt in zip(lines[i:], lines[i + 1:]):
-            if is_heading(nxt, body) or _RUN_IN_KEYWORDS.match(nxt.text) or abs(nxt.size - ln.size) > 0.6 \
-                    or nxt.y0 - prev.y1 > 0.8 * ln.size or nxt.column != prev.column:
+        for prev, nxt in zip(lines[i:], lines[i + 1 :]):
+            if (
+                is_heading(nxt, body)
+                or _RUN_IN_KEYWORDS.match(nxt.text)
+                or abs(nxt.size - ln.size) > 0.6
+                or nxt.y0 - prev.y1 > 0.8 * ln.size
+                or nxt.column != prev.column
+            ):
                 break
             parts.append(nxt.text)
         result.abstract = dehyph.join(parts)
@@ -162,7 +187,9 @@ def _run_in_front_matter(result: Document, first: PageLines, body: float, dehyph
     for ln in lines:
         if _RUN_IN_KEYWORDS.match(ln.text):
             body_text = _RUN_IN_KEYWORDS.sub("", ln.text, count=1)
-            result.keywords = [k.strip(" .") for k in re.split(r"[,;·•]", body_text) if k.strip(" .")]
+            result.keywords = [
+                k.strip(" .") for k in re.split(r"[,;·•]", body_text) if k.strip(" .")
+            ]
             break
     if result.abstract:
         head = result.abstract[:60]
@@ -184,14 +211,26 @@ def _vocabulary(lines: list[Line]) -> set[str]:
     return words
 
 
-def _front_matter(result: Document, pages: list[PageLines], body: float, doc: pymupdf.Document) -> None:
+def _front_matter(
+    result: Document, pages: list[PageLines], body: float, doc: pymupdf.Document
+) -> None:
     first = pages[0]
-    top_lines = [ln for ln in first.lines if ln.y0 < 0.45 * first.height and any(c.isalpha() for c in ln.text)
-                 and not REFERENCES_RE.match(ln.text.strip()) and not FRONT_RE.match(ln.text.strip())]
+    top_lines = [
+        ln
+        for ln in first.lines
+        if ln.y0 < 0.45 * first.height
+        and any(c.isalpha() for c in ln.text)
+        and not REFERENCES_RE.match(ln.text.strip())
+        and not FRONT_RE.match(ln.text.strip())
+    ]
     if top_lines:
         biggest = max(ln.size for ln in top_lines)
         if biggest >= body + 2:
-            idx = [i for i, ln in enumerate(first.lines) if ln.size >= biggest - 0.6 and ln in top_lines]
+            idx = [
+                i
+                for i, ln in enumerate(first.lines)
+                if ln.size >= biggest - 0.6 and ln in top_lines
+            ]
             run = [idx[0]]
             for i in idx[1:]:
                 if i == run[-1] + 1:
@@ -199,7 +238,7 @@ def _front_matter(result: Document, pages: list[PageLines], body: float, doc: py
             result.title = " ".join(first.lines[i].text for i in run).strip()
             for i in run:
                 first.lines[i].role = "title"
-            after = first.lines[run[-1] + 1:]
+            after = first.lines[run[-1] + 1 :]
             result.authors = _authors_from_lines(after, body)
     page0 = " ".join(ln.text for ln in first.lines + first.removed)
     m = re.search(r"ACM Reference Format:\s*(.+?)\.\s+((?:19|20)\d\d)\.", page0)
@@ -227,7 +266,9 @@ def _authors_from_lines(lines: list[Line], body: float) -> list[str]:
     for ln in lines[:40]:
         if is_heading(ln, body) or FRONT_RE.match(ln.text.strip()):
             break
-        if ln.size >= body + 1.5 and not re.search(r"@|university|institute|\d{3}", ln.text, re.IGNORECASE):
+        if ln.size >= body + 1.5 and not re.search(
+            r"@|university|institute|\d{3}", ln.text, re.IGNORECASE
+        ):
             text = re.sub(r"[\d∗*†‡§¶⁰¹²³⁴⁵⁶⁷⁸⁹,]+(?=\s*(?:,|and\b|$))", "", ln.text)
             out.extend(split_authors(text))
     return out

@@ -15,14 +15,34 @@ import unicodedata
 
 from assistant.documents.model import Reference
 
-DOI_RE = re.compile(r"(?:https?://(?:dx\.)?doi\.org/|doi:\s*|DOI:?\s*)?(10\.\d{4,9}/[^\s\"<>]+)", re.IGNORECASE)
-ARXIV_RE = re.compile(r"(?:arXiv[:\s]*(?:preprint\s+)?(?:arXiv:)?|abs/|arxiv\.org/(?:abs|pdf)/)\s*(\d{4}\.\d{4,5})(?:v\d+)?",
-                      re.IGNORECASE)
+DOI_RE = re.compile(
+    r"(?:https?://(?:dx\.)?doi\.org/|doi:\s*|DOI:?\s*)?(10\.\d{4,9}/[^\s\"<>]+)", re.IGNORECASE
+)
+ARXIV_RE = re.compile(
+    r"(?:arXiv[:\s]*(?:preprint\s+)?(?:arXiv:)?|abs/|arxiv\.org/(?:abs|pdf)/)\s*(\d{4}\.\d{4,5})(?:v\d+)?",
+    re.IGNORECASE,
+)
 URL_RE = re.compile(r"https?://[^\s]+")
 YEAR = r"(?:19[5-9]\d|20[0-4]\d)"
 LABEL_RE = re.compile(r"^\s*(?:\[(\d{1,4})\]|(\d{1,4})\.\s)\s*")
 _INITIAL = re.compile(r"^(?:[A-Z]\.?){1,3}$|^[A-Z][a-z]?\.$|^(?:[A-Z]\.-?)+[A-Z]?\.?$")
-_PARTICLES = {"van", "von", "de", "der", "den", "di", "da", "del", "della", "le", "la", "du", "dos", "ter", "zu"}
+_PARTICLES = {
+    "van",
+    "von",
+    "de",
+    "der",
+    "den",
+    "di",
+    "da",
+    "del",
+    "della",
+    "le",
+    "la",
+    "du",
+    "dos",
+    "ter",
+    "zu",
+}
 _SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
 
 
@@ -35,9 +55,11 @@ def join_lines(lines: list[str]) -> str:
             out = ln
             continue
         last_tok = out.rsplit(" ", 1)[-1]
-        if re.search(r"(?:https?:|doi\.org|10\.\d{4,9}/)\S*$", last_tok) and (
-            out.endswith(("/", ".", "-", "_", ":", "=", "?", "&")) or ln.startswith("//")
-        ) and not ln[:1].isupper():
+        if (
+            re.search(r"(?:https?:|doi\.org|10\.\d{4,9}/)\S*$", last_tok)
+            and (out.endswith(("/", ".", "-", "_", ":", "=", "?", "&")) or ln.startswith("//"))
+            and not ln[:1].isupper()
+        ):
             out += ln
         elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and ln[:1].islower():
             out = out[:-1] + ln
@@ -66,7 +88,7 @@ def split_entries(lines: list[tuple]) -> list[tuple[int | None, str]]:
         for text, _, _, _ in rows:
             m = LABEL_RE.match(text)
             if m and (not entries or _plausible_next(entries, int(m.group(1) or m.group(2)))):
-                entries.append((int(m.group(1) or m.group(2)), [text[m.end():]]))
+                entries.append((int(m.group(1) or m.group(2)), [text[m.end() :]]))
             elif entries:
                 entries[-1][1].append(text)
     elif indented >= 0.15 * len(rows) or not gaps:
@@ -79,7 +101,11 @@ def split_entries(lines: list[tuple]) -> list[tuple[int | None, str]]:
         spacing = gaps[len(gaps) // 4]  # a typical within-entry line spacing
         for text, _, _, gap in rows:
             prev_end = entries[-1][1][-1].rstrip().endswith(".") if entries else True
-            if not entries or (gap is not None and gap > 1.25 * spacing) or (gap is None and prev_end):
+            if (
+                not entries
+                or (gap is not None and gap > 1.25 * spacing)
+                or (gap is None and prev_end)
+            ):
                 entries.append((None, [text]))
             else:
                 entries[-1][1].append(text)
@@ -132,17 +158,25 @@ def _last_first(toks: list[str]) -> str:
 
 def _title_end(s: str) -> int:
     """Index where the title (first sentence of ``s``) ends."""
-    for m in re.finditer(r"[.?!](?=\s+[\"“(]?[A-Z0-9])|[.?!]$|[.,](?=\s+(?:arXiv|CoRR|abs/|https?:|doi:|in\s))", s):
+    for m in re.finditer(
+        r"[.?!](?=\s+[\"“(]?[A-Z0-9])|[.?!]$|[.,](?=\s+(?:arXiv|CoRR|abs/|https?:|doi:|in\s))", s
+    ):
         before = s[: m.start()].rsplit(" ", 1)[-1]
-        if m.group(0) == "." and (_INITIAL.match(before + ".") or before.lower() in {"vs", "e.g", "i.e", "al", "st"}):
+        if m.group(0) == "." and (
+            _INITIAL.match(before + ".") or before.lower() in {"vs", "e.g", "i.e", "al", "st"}
+        ):
             continue
         return m.end()
     return len(s)
 
 
-_VENUE_START = re.compile(r"^\s*(?:In\b|Proc|Journal|Trans|ACM\b|IEEE|arXiv|CoRR|Technical|PhD|Master|"
-                          r"Ph\.D|\d|https?:|Springer|Elsevier|MIT Press|Morgan)")
-_VENUE_DETAILS = re.compile(r"\d+\s*,\s*\d+|\(\d{4}\)|\d+\s*[–-]\s*\d+|\bvol\.|\bpp\.", re.IGNORECASE)
+_VENUE_START = re.compile(
+    r"^\s*(?:In\b|Proc|Journal|Trans|ACM\b|IEEE|arXiv|CoRR|Technical|PhD|Master|"
+    r"Ph\.D|\d|https?:|Springer|Elsevier|MIT Press|Morgan)"
+)
+_VENUE_DETAILS = re.compile(
+    r"\d+\s*,\s*\d+|\(\d{4}\)|\d+\s*[–-]\s*\d+|\bvol\.|\bpp\.", re.IGNORECASE
+)
 
 
 def _extend_question_title(rest: str, end: int) -> int:
@@ -151,9 +185,14 @@ def _extend_question_title(rest: str, end: int) -> int:
     if end < 2 or rest[end - 1] not in "?!":
         return end
     nxt = _title_end(rest[end:])
-    segment = rest[end:end + nxt]
-    if 3 <= len(segment.strip()) <= 150 and len(segment.split()) > 3 and not _VENUE_START.match(segment) \
-            and not _VENUE_DETAILS.search(segment) and segment.strip().endswith("."):
+    segment = rest[end : end + nxt]
+    if (
+        3 <= len(segment.strip()) <= 150
+        and len(segment.split()) > 3
+        and not _VENUE_START.match(segment)
+        and not _VENUE_DETAILS.search(segment)
+        and segment.strip().endswith(".")
+    ):
         return end + nxt
     return end
 
@@ -194,18 +233,42 @@ def parse_reference(raw: str, number: int | None = None) -> Reference:
         pos = m.end()
         break
     if pos:
-        ref.authors = split_authors(body[: pos].strip())
+        ref.authors = split_authors(body[:pos].strip())
         rest = body[pos:]
         end = _title_end(rest)
-        ref.title = _clean(rest[:end].strip("“”\""))
+        ref.title = _clean(rest[:end].strip('“”"'))
         ref.venue = _venue(rest[end:])
     else:
         ref.title = _clean(body)
     return ref
 
 
-_VENUE_ABBREV = {"proc", "conf", "int", "intl", "j", "trans", "vol", "no", "symp", "assoc", "comput", "inf",
-                 "res", "dev", "annu", "natl", "sci", "eng", "univ", "dept", "ed", "eds", "pp", "st"}
+_VENUE_ABBREV = {
+    "proc",
+    "conf",
+    "int",
+    "intl",
+    "j",
+    "trans",
+    "vol",
+    "no",
+    "symp",
+    "assoc",
+    "comput",
+    "inf",
+    "res",
+    "dev",
+    "annu",
+    "natl",
+    "sci",
+    "eng",
+    "univ",
+    "dept",
+    "ed",
+    "eds",
+    "pp",
+    "st",
+}
 
 
 def _venue(rest: str) -> str:
@@ -233,14 +296,29 @@ def reference_to_bibtex(ref: Reference, key: str | None = None) -> str:
         word = next((w for w in re.findall(r"[a-z]+", _ascii(ref.title).lower()) if len(w) > 3), "")
         key = f"{last}{ref.year or ''}{word}"
     venue = ref.venue or ""
-    if re.search(r"journal|transactions|trans\.|review|letters|magazine|\d+\s*,\s*\d+", venue, re.IGNORECASE):
+    if re.search(
+        r"journal|transactions|trans\.|review|letters|magazine|\d+\s*,\s*\d+", venue, re.IGNORECASE
+    ):
         kind = "article"
-    elif re.search(r"proc|conference|workshop|symposium", venue, re.IGNORECASE) or re.search(r"\b[A-Z]{3,}", venue):
+    elif re.search(r"proc|conference|workshop|symposium", venue, re.IGNORECASE) or re.search(
+        r"\b[A-Z]{3,}", venue
+    ):
         kind = "inproceedings"  # "Proceedings of ...", or a venue acronym ("NAACL", "SIGIR '19")
     else:
         kind = "article" if venue and not ref.arxiv_id else "misc"
-    fields = {"title": ref.title or ref.raw[:200], "author": " and ".join(ref.authors), "year": ref.year,
-              "booktitle" if kind == "inproceedings" else "journal": ref.venue if kind != "misc" else None,
-              "doi": ref.doi, "eprint": ref.arxiv_id, "url": ref.url, "note": f"Parsed from: {ref.raw}"}
-    body = ",\n".join(f"  {k} = {{{str(v).replace('{', '(').replace('}', ')')}}}" for k, v in fields.items() if v)
+    fields = {
+        "title": ref.title or ref.raw[:200],
+        "author": " and ".join(ref.authors),
+        "year": ref.year,
+        "booktitle" if kind == "inproceedings" else "journal": ref.venue
+        if kind != "misc"
+        else None,
+        "doi": ref.doi,
+        "eprint": ref.arxiv_id,
+        "url": ref.url,
+        "note": f"Parsed from: {ref.raw}",
+    }
+    body = ",\n".join(
+        f"  {k} = {{{str(v).replace('{', '(').replace('}', ')')}}}" for k, v in fields.items() if v
+    )
     return f"@{kind}{{{key},\n{body}\n}}"

@@ -14,11 +14,75 @@ from __future__ import annotations
 import re
 
 ABBREVIATIONS = {
-    "al", "e.g", "i.e", "cf", "vs", "viz", "fig", "figs", "eq", "eqs", "sec", "secs", "tab", "ref", "refs",
-    "no", "nos", "resp", "approx", "ca", "pp", "vol", "alg", "def", "thm", "prop", "ch", "chap", "app",
-    "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "inc", "ltd", "corp", "dept", "univ", "proc", "conf",
-    "intl", "int", "assoc", "eds", "ed", "ph.d", "u.s", "u.k", "a.k.a", "w.r.t", "incl", "est", "min", "max",
-    "avg", "std", "sect", "para", "lem", "cor", "ex", "n.b", "p", "et", "c.f",
+    "al",
+    "e.g",
+    "i.e",
+    "cf",
+    "vs",
+    "viz",
+    "fig",
+    "figs",
+    "eq",
+    "eqs",
+    "sec",
+    "secs",
+    "tab",
+    "ref",
+    "refs",
+    "no",
+    "nos",
+    "resp",
+    "approx",
+    "ca",
+    "pp",
+    "vol",
+    "alg",
+    "def",
+    "thm",
+    "prop",
+    "ch",
+    "chap",
+    "app",
+    "dr",
+    "mr",
+    "mrs",
+    "ms",
+    "prof",
+    "st",
+    "jr",
+    "sr",
+    "inc",
+    "ltd",
+    "corp",
+    "dept",
+    "univ",
+    "proc",
+    "conf",
+    "intl",
+    "int",
+    "assoc",
+    "eds",
+    "ed",
+    "ph.d",
+    "u.s",
+    "u.k",
+    "a.k.a",
+    "w.r.t",
+    "incl",
+    "est",
+    "min",
+    "max",
+    "avg",
+    "std",
+    "sect",
+    "para",
+    "lem",
+    "cor",
+    "ex",
+    "n.b",
+    "p",
+    "et",
+    "c.f",
 }
 _BOUNDARY = re.compile(r"[.?!][\"”’')\]]*(?=\s+(?:[\"“‘'(\[]?[A-Z0-9\[(\\•]|[a-z]+[A-Z]))")
 _TOKEN_BEFORE = re.compile(r"(\S+)$")
@@ -60,10 +124,12 @@ def _is_abbreviation(text: str, dot: int, sent_start: int) -> bool:
     if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]?", token):  # "U.S", "e.g" variants, "J.C"
         return True
     # the next word follows directly as a number reference: "No. 5", "Eq. (3)" handled above
-    nxt = text[dot + 1: dot + 4].lstrip()
+    nxt = text[dot + 1 : dot + 4].lstrip()
     if low.endswith("et al"):
         return True
-    return bool(nxt[:1].isdigit() and low in {"fig", "eq", "table", "sec", "section", "step", "line"})
+    return bool(
+        nxt[:1].isdigit() and low in {"fig", "eq", "table", "sec", "section", "step", "line"}
+    )
 
 
 def sentences(text: str) -> list[str]:

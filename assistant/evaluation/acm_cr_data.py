@@ -88,10 +88,19 @@ def read_citing_paper(xml_path: Path) -> CitingPaper:
     contexts = []
     for ctx in root.iter("context"):
         sentences = [
-            Sentence(text=" ".join((s.text or "").split()), cites=[c.strip() for c in (s.get("cites") or "").split(",") if c.strip()])
+            Sentence(
+                text=" ".join((s.text or "").split()),
+                cites=[c.strip() for c in (s.get("cites") or "").split(",") if c.strip()],
+            )
             for s in ctx.iter("s")
         ]
-        contexts.append(Context(id=ctx.get("id", str(len(contexts) + 1)), section=ctx.get("section", ""), sentences=sentences))
+        contexts.append(
+            Context(
+                id=ctx.get("id", str(len(contexts) + 1)),
+                section=ctx.get("section", ""),
+                sentences=sentences,
+            )
+        )
     references: dict[str, str] = {}
     dois_path = xml_path.with_suffix(".dois")
     if dois_path.exists():
@@ -126,23 +135,46 @@ def read_blacklist(path: Path | str | None) -> set[str]:
     return {d for d in (normalise_doi(line) for line in Path(path).read_text().splitlines()) if d}
 
 
-def build_queries(papers: list[CitingPaper], levels: tuple[str, ...] = ("paragraph", "sentence")) -> list[EvalQuery]:
+def build_queries(
+    papers: list[CitingPaper], levels: tuple[str, ...] = ("paragraph", "sentence")
+) -> list[EvalQuery]:
     """Paragraph and/or sentence queries with the DOIs they cite (before candidate filtering)."""
     queries: list[EvalQuery] = []
     for paper in papers:
-        def cited(numbers: list[str]) -> set[str]:
-            return {d for d in (normalise_doi(paper.references.get(n)) for n in numbers) if d}
+
+        def cited(numbers: list[str], refs=paper.references) -> set[str]:
+            return {d for d in (normalise_doi(refs.get(n)) for n in numbers) if d}
 
         for ctx in paper.contexts:
             if "paragraph" in levels:
                 numbers = [n for s in ctx.sentences for n in s.cites]
-                queries.append(EvalQuery(f"{paper.paper_id}/{ctx.id}", "paragraph", ctx.text, "",
-                                         paper.title, paper.abstract, cited(numbers)))
+                queries.append(
+                    EvalQuery(
+                        f"{paper.paper_id}/{ctx.id}",
+                        "paragraph",
+                        ctx.text,
+                        "",
+                        paper.title,
+                        paper.abstract,
+                        cited(numbers),
+                    )
+                )
             if "sentence" in levels:
                 for i, sent in enumerate(ctx.sentences):
                     if not sent.cites:
                         continue
-                    neighbours = " ".join(s.text for j, s in enumerate(ctx.sentences) if abs(j - i) == 1)
-                    queries.append(EvalQuery(f"{paper.paper_id}/{ctx.id}/{i + 1}", "sentence", sent.text, neighbours,
-                                             paper.title, paper.abstract, cited(sent.cites)))
+                    neighbours = " ".join(
+                        s.text for j, s in enumerate(ctx.sentences) if abs(j - i) == 1
+                    )
+                    queries.append(
+                        EvalQuery(
+                            f"{paper.paper_id}/{ctx.id}/{i + 1}",
+                            "sentence",
+                            sent.text,
+                            neighbours,
+                            paper.title,
+                            paper.abstract,
+                            cited(sent.cites),
+                        )
+                    )
     return queries

@@ -69,7 +69,9 @@ class RunEntry:
     score: float
 
 
-def write_trec_run(path: Path | str, runs: Mapping[str, Sequence[tuple[str, float]]], tag: str) -> Path:
+def write_trec_run(
+    path: Path | str, runs: Mapping[str, Sequence[tuple[str, float]]], tag: str
+) -> Path:
     """Write ``{qid: [(docid, score), ...]}`` (already ranked) as a TREC run file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,6 +101,8 @@ def read_trec_run(path: Path | str) -> dict[str, list[str]]:
             continue
         parts = line.split()
         if len(parts) != 6:
-            raise ValueError(f"{path}:{lineno}: expected 6 fields 'qid Q0 docid rank score tag', got {len(parts)}")
+            raise ValueError(
+                f"{path}:{lineno}: expected 6 fields 'qid Q0 docid rank score tag', got {len(parts)}"
+            )
         rows.setdefault(parts[0], []).append((int(parts[3]), parts[2]))
     return {qid: [doc for _, doc in sorted(entries)] for qid, entries in rows.items()}

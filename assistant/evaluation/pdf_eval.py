@@ -74,9 +74,16 @@ def _sentence_boundaries(xml_path: Path, choices: list[str]) -> tuple[int, int]:
 
     from rapidfuzz import fuzz, process
 
-    gold = [_norm(_strip_numeric(s.text or "")) for s in ET.parse(xml_path).getroot().iter("s")
-            if not s.get("anonymised")]
-    hits = sum(1 for g in gold if choices and process.extractOne(g, choices, scorer=fuzz.ratio, score_cutoff=95))
+    gold = [
+        _norm(_strip_numeric(s.text or ""))
+        for s in ET.parse(xml_path).getroot().iter("s")
+        if not s.get("anonymised")
+    ]
+    hits = sum(
+        1
+        for g in gold
+        if choices and process.extractOne(g, choices, scorer=fuzz.ratio, score_cutoff=95)
+    )
     return len(gold), hits
 
 
@@ -90,11 +97,17 @@ def evaluate_paper(pdf: Path, library=None) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     doc = parse_pdf(pdf)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    out: dict = {"paper": gold.paper_id, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
-                 "pages": doc.page_count, "warnings": doc.warnings,
-                 "title_exact": _norm(doc.title) == _norm(gold.title),
-                 "abstract_f1": round(token_f1(doc.abstract, gold.abstract), 4),
-                 "refs_parsed": len(doc.references), "refs_gold": len(gold.references)}
+    out: dict = {
+        "paper": gold.paper_id,
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
+        "pages": doc.page_count,
+        "warnings": doc.warnings,
+        "title_exact": _norm(doc.title) == _norm(gold.title),
+        "abstract_f1": round(token_f1(doc.abstract, gold.abstract), 4),
+        "refs_parsed": len(doc.references),
+        "refs_gold": len(gold.references),
+    }
     out["ref_count_ok"] = out["refs_parsed"] == out["refs_gold"]
     if not out["title_exact"]:
         out["title_parsed"], out["title_gold"] = doc.title, gold.title
@@ -115,7 +128,11 @@ def evaluate_paper(pdf: Path, library=None) -> dict:
                 misses.append(s.text)
                 continue
             sent = ours[best]
-            pred = {str(doc.references[i].number) for i in sent.reference_indices() if doc.references[i].number}
+            pred = {
+                str(doc.references[i].number)
+                for i in sent.reference_indices()
+                if doc.references[i].number
+            }
             if sent.markers:
                 found += 1
             else:
@@ -123,9 +140,17 @@ def evaluate_paper(pdf: Path, library=None) -> dict:
             tp += len(pred & gold_nums)
             fp += len(pred - gold_nums)
             fn += len(gold_nums - pred)
-    out.update(citing_total=total, citing_found=found, marker_tp=tp, marker_fp=fp, marker_fn=fn,
-               citing_misses=misses[:5])
-    out["sentences_gold"], out["sentences_exact"] = _sentence_boundaries(pdf.with_suffix(".xml"), choices)
+    out.update(
+        citing_total=total,
+        citing_found=found,
+        marker_tp=tp,
+        marker_fp=fp,
+        marker_fn=fn,
+        citing_misses=misses[:5],
+    )
+    out["sentences_gold"], out["sentences_exact"] = _sentence_boundaries(
+        pdf.with_suffix(".xml"), choices
+    )
     if library is not None:
         link_references(doc.references, library)
         gold_links = {}
@@ -140,9 +165,16 @@ def evaluate_paper(pdf: Path, library=None) -> dict:
                 if paper is not None and paper.doi:  # links to DOI-less records are not DOI links
                     pred_links[str(r.number)] = paper.doi.lower()
         correct = sum(1 for n, d in pred_links.items() if gold_links.get(n) == d)
-        out.update(link_pred=len(pred_links), link_gold=len(gold_links), link_correct=correct,
-                   link_errors=[(n, d, gold.references.get(n)) for n, d in pred_links.items()
-                                if gold_links.get(n) != d][:5])
+        out.update(
+            link_pred=len(pred_links),
+            link_gold=len(gold_links),
+            link_correct=correct,
+            link_errors=[
+                (n, d, gold.references.get(n))
+                for n, d in pred_links.items()
+                if gold_links.get(n) != d
+            ][:5],
+        )
     return out
 
 
@@ -157,28 +189,47 @@ def summarize(rows: list[dict]) -> dict:
         "title_exact": round(s("title_exact") / n, 4) if n else None,
         "abstract_f1": round(statistics.mean(r["abstract_f1"] for r in rows), 4) if n else None,
         "ref_count_accuracy": round(s("ref_count_ok") / n, 4) if n else None,
-        "citing_sentence_recall": round(s("citing_found") / s("citing_total"), 4) if s("citing_total") else None,
-        "marker_precision": round(prec, 4), "marker_recall": round(rec, 4),
+        "citing_sentence_recall": round(s("citing_found") / s("citing_total"), 4)
+        if s("citing_total")
+        else None,
+        "marker_precision": round(prec, 4),
+        "marker_recall": round(rec, 4),
         "marker_f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
-        "sentence_exact_rate": round(s("sentences_exact") / s("sentences_gold"), 4) if s("sentences_gold") else None,
-        "parse_seconds_median": round(statistics.median(r["seconds"] for r in rows), 3) if n else None,
+        "sentence_exact_rate": round(s("sentences_exact") / s("sentences_gold"), 4)
+        if s("sentences_gold")
+        else None,
+        "parse_seconds_median": round(statistics.median(r["seconds"] for r in rows), 3)
+        if n
+        else None,
         "parse_seconds_max": round(max(r["seconds"] for r in rows), 3) if n else None,
-        "parse_cpu_seconds_median": round(statistics.median(r["cpu_seconds"] for r in rows), 3) if n else None,
+        "parse_cpu_seconds_median": round(statistics.median(r["cpu_seconds"] for r in rows), 3)
+        if n
+        else None,
     }
     if rows and "link_pred" in rows[0]:
-        summary["linking_precision"] = round(s("link_correct") / s("link_pred"), 4) if s("link_pred") else None
-        summary["linking_recall"] = round(s("link_correct") / s("link_gold"), 4) if s("link_gold") else None
+        summary["linking_precision"] = (
+            round(s("link_correct") / s("link_pred"), 4) if s("link_pred") else None
+        )
+        summary["linking_recall"] = (
+            round(s("link_correct") / s("link_gold"), 4) if s("link_gold") else None
+        )
         summary["linking_gold"] = s("link_gold")
     else:
         summary["linking_precision"] = summary["linking_recall"] = None
-        summary["linking_note"] = "no library: pass --db (the ACM-DL library /work/cache/acm.sqlite when built)"
+        summary["linking_note"] = (
+            "no library: pass --db (the ACM-DL library /work/cache/acm.sqlite when built)"
+        )
     return summary
 
 
 def _open_library(db: str | None):
     from assistant.library.store import Library
 
-    path = Path(db) if db else (DEFAULT_ACM_DB if Path(str(DEFAULT_ACM_DB) + ".ready").exists() else None)
+    path = (
+        Path(db)
+        if db
+        else (DEFAULT_ACM_DB if Path(str(DEFAULT_ACM_DB) + ".ready").exists() else None)
+    )
     if path is None:
         return None
     if not path.exists():
@@ -188,8 +239,13 @@ def _open_library(db: str | None):
 
 @click.command("pdf")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
-              help="Library for reference linking (default: /work/cache/acm.sqlite when ready).")
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Library for reference linking (default: /work/cache/acm.sqlite when ready).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--per-paper", is_flag=True, help="Include per-paper figures and errors.")
 def eval_pdf(directory: str, db: str | None, as_json: bool, per_paper: bool) -> None:
@@ -203,13 +259,19 @@ def eval_pdf(directory: str, db: str | None, as_json: bool, per_paper: bool) -> 
         rows.append(evaluate_paper(pdf, library))
         if not as_json:
             r = rows[-1]
-            click.echo(f"{r['paper']}: title={'ok' if r['title_exact'] else 'MISS'} abs_f1={r['abstract_f1']} "
-                       f"refs={r['refs_parsed']}/{r['refs_gold']} cites={r['citing_found']}/{r['citing_total']} "
-                       f"{r['seconds']}s", err=True)
+            click.echo(
+                f"{r['paper']}: title={'ok' if r['title_exact'] else 'MISS'} abs_f1={r['abstract_f1']} "
+                f"refs={r['refs_parsed']}/{r['refs_gold']} cites={r['citing_found']}/{r['citing_total']} "
+                f"{r['seconds']}s",
+                err=True,
+            )
     result = {"summary": summarize(rows)}
     if per_paper:
         result["papers"] = rows
     if library is not None:
         library.close()
-    click.echo(json.dumps(result, indent=2, ensure_ascii=False) if as_json
-               else "\n".join(f"{k}: {v}" for k, v in result["summary"].items()))
+    click.echo(
+        json.dumps(result, indent=2, ensure_ascii=False)
+        if as_json
+        else "\n".join(f"{k}: {v}" for k, v in result["summary"].items())
+    )

@@ -7,6 +7,7 @@ probabilities and the throughput.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -24,7 +25,9 @@ def read_jsonl(path: Path) -> tuple[list[str], list[str]]:
         for lineno, row in iter_jsonl(path):
             for key in ("string", "label"):
                 if not isinstance(row.get(key), str):
-                    raise click.ClickException(f"{path}:{lineno}: missing or non-string field '{key}'")
+                    raise click.ClickException(
+                        f"{path}:{lineno}: missing or non-string field '{key}'"
+                    )
             texts.append(row["string"])
             labels.append(row["label"])
     except ValueError as exc:
@@ -39,7 +42,7 @@ def expected_calibration_error(probs: np.ndarray, y: np.ndarray, bins: int = 10)
     correct = probs.argmax(1) == y
     edges = np.linspace(0, 1, bins + 1)
     ece = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in itertools.pairwise(edges):
         sel = (conf > lo) & (conf <= hi)
         if sel.any():
             ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
@@ -54,7 +57,9 @@ def evaluate(path: Path, model: str | None = None) -> dict:
     clf = IntentClassifier(model) if model else load_intent_classifier()
     unknown = sorted(set(gold) - set(clf.labels))
     if unknown:
-        raise click.ClickException(f"{path}: labels {unknown} are not among the model's {clf.labels}")
+        raise click.ClickException(
+            f"{path}: labels {unknown} are not among the model's {clf.labels}"
+        )
     t0 = time.perf_counter()
     probs = clf.predict_proba(texts)
     seconds = time.perf_counter() - t0
@@ -72,7 +77,9 @@ def evaluate(path: Path, model: str | None = None) -> dict:
 
 @click.command("scicite")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--model", default=None, help="Model folder or name (default: the shipped intent model).")
+@click.option(
+    "--model", default=None, help="Model folder or name (default: the shipped intent model)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 def eval_scicite(file: str, model: str | None, as_json: bool) -> None:
     """Accuracy, macro-F1, per-class P/R/F1 and confusion matrix on a SciCite JSONL file."""
@@ -80,10 +87,14 @@ def eval_scicite(file: str, model: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    click.echo(f"{report['n']} examples  accuracy {report['accuracy']:.4f}  macro-F1 {report['macro_f1']:.4f}  "
-               f"ECE {report['ece']:.4f}  ({report['contexts_per_s']} contexts/s)")
+    click.echo(
+        f"{report['n']} examples  accuracy {report['accuracy']:.4f}  macro-F1 {report['macro_f1']:.4f}  "
+        f"ECE {report['ece']:.4f}  ({report['contexts_per_s']} contexts/s)"
+    )
     for lab, m in report["per_class"].items():
-        click.echo(f"  {lab:<11} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  n={m['support']}")
+        click.echo(
+            f"  {lab:<11} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  n={m['support']}"
+        )
     cm = report["confusion_matrix"]
     click.echo("  confusion (rows = gold, cols = predicted): " + " ".join(cm["labels"]))
     for lab, row in zip(cm["labels"], cm["rows_true_cols_pred"]):

@@ -21,10 +21,16 @@ STYLE_PATH = RESOURCES_DIR / "styles" / "app.qss"
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="assistant-gui", description="Cite-Assist desktop app.")
     p.add_argument("files", nargs="*", help="manuscripts (.tex/.md/.txt) or PDFs to open")
-    p.add_argument("--sample", action="store_true",
-                   help="import the bundled sample library (once), build models + index, open the sample draft")
-    p.add_argument("--demo", action="store_true",
-                   help="headless: print recommendations for a few sentences of the sample draft (no window)")
+    p.add_argument(
+        "--sample",
+        action="store_true",
+        help="import the bundled sample library (once), build models + index, open the sample draft",
+    )
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="headless: print recommendations for a few sentences of the sample draft (no window)",
+    )
     p.add_argument("--db", help="library database file (default: $ASSISTANT_DB or the data dir)")
     p.add_argument("--sentences", type=int, default=4, help="--demo: how many draft sentences")
     p.add_argument("-k", type=int, default=5, help="--demo: recommendations per sentence")
@@ -36,7 +42,11 @@ def has_display() -> bool:
     """Whether Qt can open a window (a display, Wayland, or an explicit QT_QPA_PLATFORM)."""
     if sys.platform != "linux":
         return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM"))
+    return bool(
+        os.environ.get("DISPLAY")
+        or os.environ.get("WAYLAND_DISPLAY")
+        or os.environ.get("QT_QPA_PLATFORM")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,12 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     db_path = Path(args.db).expanduser() if args.db else None
     if args.demo or (args.sample and not has_display()):
         if not args.demo:
-            print("No display found: printing the sample recommendations instead (--demo).", file=sys.stderr)
+            print(
+                "No display found: printing the sample recommendations instead (--demo).",
+                file=sys.stderr,
+            )
         from assistant.gui.sample import run_demo
 
         return run_demo(n_sentences=args.sentences, k=args.k, db_path=db_path)
     if not has_display():
-        print("error: no display found (set DISPLAY, run under xvfb-run, or use --sample --demo)", file=sys.stderr)
+        print(
+            "error: no display found (set DISPLAY, run under xvfb-run, or use --sample --demo)",
+            file=sys.stderr,
+        )
         return 2
     return run_app(args, db_path)
 
@@ -77,10 +93,9 @@ def open_window(args=None, db_path: Path | None = None):
     """Create, show and start the main window (sample set-up and files from ``args``)."""
     from dataclasses import replace
 
+    from assistant.gui.engine import preload_modules
     from assistant.gui.main_window import MainWindow
     from assistant.gui.settings import load_settings
-
-    from assistant.gui.engine import preload_modules
 
     preload_modules()
     settings = load_settings()
@@ -97,7 +112,7 @@ def open_window(args=None, db_path: Path | None = None):
             from assistant.gui.first_run import maybe_show_first_run
 
             window.delayed(300, lambda: maybe_show_first_run(window))
-    for name in (args.files if args else []):
+    for name in args.files if args else []:
         path = Path(name)
         if path.suffix.lower() == ".pdf":
             window.import_pdf(path)
@@ -123,8 +138,11 @@ def start_sample(window) -> None:
     def done(setup) -> None:
         window._engine_prepared(setup.status)
 
-    window.run_engine_job(lambda p, c: setup_sample(window.engine, p, c), "Setting up the sample library…",
-                          on_done=done)
+    window.run_engine_job(
+        lambda p, c: setup_sample(window.engine, p, c),
+        "Setting up the sample library…",
+        on_done=done,
+    )
 
 
 def run_app(args, db_path: Path | None) -> int:

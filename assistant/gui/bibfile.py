@@ -19,8 +19,14 @@ from pathlib import Path
 
 import bibtexparser
 
-from assistant.textfile import (BinaryFileError, TextFormat, decode_text, encode_text, latex_escape_unencodable,
-                               write_atomic)
+from assistant.textfile import (
+    BinaryFileError,
+    TextFormat,
+    decode_text,
+    encode_text,
+    latex_escape_unencodable,
+    write_atomic,
+)
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +110,9 @@ def _read(path: Path) -> tuple[str, TextFormat, bytes]:
     try:
         text, fmt = decode_text(data)
     except BinaryFileError as exc:
-        raise BibFileError(f"{path}: {exc}; expected a BibTeX file. It was left unchanged.") from exc
+        raise BibFileError(
+            f"{path}: {exc}; expected a BibTeX file. It was left unchanged."
+        ) from exc
     return text, fmt, data
 
 
@@ -142,7 +150,9 @@ def unclosed_brace_line(text: str) -> int | None:
 
 
 def _rename_entry(entry_text: str, old: str, new: str) -> str:
-    return re.sub(r"(@\s*\w+\s*[{(]\s*)" + re.escape(old) + r"\s*,", rf"\g<1>{new},", entry_text, count=1)
+    return re.sub(
+        r"(@\s*\w+\s*[{(]\s*)" + re.escape(old) + r"\s*,", rf"\g<1>{new},", entry_text, count=1
+    )
 
 
 def append_entry(path: Path | str, entry_text: str) -> AppendResult:
@@ -150,14 +160,18 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
     path = Path(path)
     new_entries, errors = parse_entries(entry_text, "<new entry>")
     if len(new_entries) != 1 or errors:
-        raise BibFileError(f"expected exactly one valid BibTeX entry to add, got {len(new_entries)}"
-                           + (f" ({errors[0]})" if errors else ""))
+        raise BibFileError(
+            f"expected exactly one valid BibTeX entry to add, got {len(new_entries)}"
+            + (f" ({errors[0]})" if errors else "")
+        )
     new = new_entries[0]
     old_text, fmt, old_bytes = _read(path) if path.exists() else ("", TextFormat(), b"")
     try:  # a Latin-1 / cp1252 file stays one: what it cannot store becomes a LaTeX macro
         entry_text = latex_escape_unencodable(entry_text, fmt)
     except ValueError as exc:
-        raise BibFileError(f"{path} is {fmt.encoding}, not UTF-8: {exc}. The file was left unchanged.") from exc
+        raise BibFileError(
+            f"{path} is {fmt.encoding}, not UTF-8: {exc}. The file was left unchanged."
+        ) from exc
     old_entries, old_errors = parse_entries(old_text, str(path))
     open_line = unclosed_brace_line(old_text)
     if open_line is not None:
@@ -183,9 +197,7 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         key, status = f"{new.key}-{suffix}", "renamed"
         entry_text = _rename_entry(entry_text, new.key, key)
 
-    if not old_text.strip():
-        sep = ""
-    elif old_text.endswith("\n\n"):
+    if not old_text.strip() or old_text.endswith("\n\n"):
         sep = ""
     elif old_text.endswith("\n"):
         sep = "\n"
@@ -197,7 +209,11 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
     # Validate before touching the file: every old entry survives and the new one parses.
     check, new_errors = parse_entries(new_text, str(path))
     keys_after = [e.key for e in check]
-    if len(check) != len(old_entries) + 1 or key not in keys_after or len(new_errors) > len(old_errors):
+    if (
+        len(check) != len(old_entries) + 1
+        or key not in keys_after
+        or len(new_errors) > len(old_errors)
+    ):
         raise BibFileError(
             f"{path}: appending '{key}' would not yield a valid file "
             f"(entries before {len(old_entries)}, after {len(check)}); an unclosed entry near the end "

@@ -12,9 +12,18 @@ from assistant.gui.bibfile import append_entry, entry_number
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.engine import paper_bibtex
 from assistant.gui.settings import bib_for_manuscript, remember_bib
-from assistant.textfile import BinaryFileError, TextFormat, decode_text, encode_text, unencodable, write_atomic
+from assistant.textfile import (
+    BinaryFileError,
+    TextFormat,
+    decode_text,
+    encode_text,
+    unencodable,
+    write_atomic,
+)
 
-MANUSCRIPT_FILTER = "Manuscripts (*.tex *.md *.markdown *.txt);;LaTeX (*.tex);;Markdown (*.md);;Text (*.txt)"
+MANUSCRIPT_FILTER = (
+    "Manuscripts (*.tex *.md *.markdown *.txt);;LaTeX (*.tex);;Markdown (*.md);;Text (*.txt)"
+)
 
 
 def document_text(doc) -> str:
@@ -51,7 +60,9 @@ def missing_marks(text: str, missing) -> list[MarginMark]:
             if pos < 0:
                 continue
         cursor = pos + len(sentence)
-        reasons = ", ".join(getattr(item, "reasons", []) or []) or "reads like a claim needing a citation"
+        reasons = (
+            ", ".join(getattr(item, "reasons", []) or []) or "reads like a claim needing a citation"
+        )
         titles = [r.get("title", "") for r in (getattr(item, "recommendations", None) or [])][:3]
         tip = f"Missing citation? ({reasons}; score {item.score:.2f})"
         if titles:
@@ -75,7 +86,9 @@ class DocumentOps:
 
     def _add_tab(self, editor: ManuscriptEditor, state: DocumentState) -> ManuscriptEditor:
         editor.state = state
-        editor.document().modificationChanged.connect(lambda _m, e=editor: self._update_tab_title(e))
+        editor.document().modificationChanged.connect(
+            lambda _m, e=editor: self._update_tab_title(e)
+        )
         index = self.tabs.addTab(editor, state.display_name)
         self.tabs.setCurrentIndex(index)
         editor.setFocus()
@@ -106,20 +119,30 @@ class DocumentOps:
         try:
             text, text_format = decode_text(path.read_bytes())
         except (OSError, BinaryFileError) as exc:
-            self.show_error("Cannot open the manuscript", f"{path}: {getattr(exc, 'strerror', None) or exc}")
+            self.show_error(
+                "Cannot open the manuscript", f"{path}: {getattr(exc, 'strerror', None) or exc}"
+            )
             return None
         style = textops.style_for_path(path)
         editor = ManuscriptEditor(style=style)
         editor.setPlainText(text)
         editor.document().setModified(False)
-        state = DocumentState(path=path, style=style, bib_path=bib_for_manuscript(path), text_format=text_format)
+        state = DocumentState(
+            path=path, style=style, bib_path=bib_for_manuscript(path), text_format=text_format
+        )
         if state.bib_path is None:
             state.bib_path = textops.bib_from_manuscript(text, path, style)
         current = self.tabs.currentWidget()
         if current is not None and current.state.path is None and not current.toPlainText():
             self.tabs.removeTab(self.tabs.indexOf(current))  # replace the empty Untitled tab
-        self.set_status(f"Opened {path}" + ("" if text_format == TextFormat() else f" ({text_format.describe()}, "
-                                                                             "kept when saved)"))
+        self.set_status(
+            f"Opened {path}"
+            + (
+                ""
+                if text_format == TextFormat()
+                else f" ({text_format.describe()}, kept when saved)"
+            )
+        )
         self._add_tab(editor, state)
         editor.mark_clicked.connect(lambda _mark: self.recommend())
         if style in (textops.LATEX, textops.MARKDOWN):
@@ -136,7 +159,9 @@ class DocumentOps:
 
     def save_as_dialog(self) -> bool:
         editor = self.current_editor()
-        path, _ = QFileDialog.getSaveFileName(self, "Save manuscript", str(editor.state.path or ""), MANUSCRIPT_FILTER)
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save manuscript", str(editor.state.path or ""), MANUSCRIPT_FILTER
+        )
         if not path:
             return False
         editor.state.path = Path(path).resolve()
@@ -164,10 +189,13 @@ class DocumentOps:
         self.set_status(f"Saved {path}")
         if lost:
             chars = " ".join(lost[:10])
-            self.show_error("Saved as UTF-8", f"{path.name} was stored in {was}, which cannot store some of "
-                            f"its characters now ({chars}); it was saved "
-                            "as UTF-8. If the LaTeX preamble says \\usepackage[latin1]{inputenc}, change it to utf8.",
-                            icon=QMessageBox.Icon.Warning)
+            self.show_error(
+                "Saved as UTF-8",
+                f"{path.name} was stored in {was}, which cannot store some of "
+                f"its characters now ({chars}); it was saved "
+                "as UTF-8. If the LaTeX preamble says \\usepackage[latin1]{inputenc}, change it to utf8.",
+                icon=QMessageBox.Icon.Warning,
+            )
         return True
 
     def close_tab(self, index: int) -> None:
@@ -179,11 +207,20 @@ class DocumentOps:
             self.new_document()
 
     def _maybe_save(self, editor: ManuscriptEditor) -> bool:
-        if not editor.document().isModified() or editor.state.read_only or getattr(self, "quiet_close", False):
+        if (
+            not editor.document().isModified()
+            or editor.state.read_only
+            or getattr(self, "quiet_close", False)
+        ):
             return True
         answer = QMessageBox.question(
-            self, "Unsaved changes", f"Save the changes to {editor.state.display_name}?",
-            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel)
+            self,
+            "Unsaved changes",
+            f"Save the changes to {editor.state.display_name}?",
+            QMessageBox.StandardButton.Save
+            | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel,
+        )
         if answer == QMessageBox.StandardButton.Save:
             self.tabs.setCurrentWidget(editor)
             return self.save_current()
@@ -201,9 +238,16 @@ class DocumentOps:
 
     def choose_bib_dialog(self, state: DocumentState | None = None) -> None:
         state = state or self.current_state()
-        start = str(state.bib_path or (state.path.with_suffix(".bib") if state.path else "references.bib"))
-        path, _ = QFileDialog.getSaveFileName(self, "Bibliography file for this manuscript", start,
-                                              "BibTeX (*.bib)", options=QFileDialog.Option.DontConfirmOverwrite)
+        start = str(
+            state.bib_path or (state.path.with_suffix(".bib") if state.path else "references.bib")
+        )
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Bibliography file for this manuscript",
+            start,
+            "BibTeX (*.bib)",
+            options=QFileDialog.Option.DontConfirmOverwrite,
+        )
         if path:
             self.set_bib_path(state, Path(path))
 
@@ -220,7 +264,9 @@ class DocumentOps:
         paper = rec.paper
         library = self.library_panel.library
         if state.read_only:
-            self.show_error("Read-only text", "Citations are inserted into manuscripts, not into imported PDFs.")
+            self.show_error(
+                "Read-only text", "Citations are inserted into manuscripts, not into imported PDFs."
+            )
             return False
         bib = self.bib_path_for(state)
         if bib is None:
@@ -228,14 +274,18 @@ class DocumentOps:
         try:
             entry = paper_bibtex(library, paper)
             result = append_entry(bib, entry)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
             return False
         number = entry_number(bib, result.key) if state.style == textops.NUMERIC else None
         start, end = editor.selection_range()
-        edit = textops.citation_edit(editor.toPlainText(), start, end, result.key, state.style, number)
+        edit = textops.citation_edit(
+            editor.toPlainText(), start, end, result.key, state.style, number
+        )
         editor.apply_edit(edit)
-        verb = {"added": "added to", "renamed": "added (renamed) to"}.get(result.status, "already in")
+        verb = {"added": "added to", "renamed": "added (renamed) to"}.get(
+            result.status, "already in"
+        )
         self.set_status(f"Cited {result.key}; entry {verb} {bib.name}")
         return True
 
@@ -278,22 +328,35 @@ class DocumentOps:
             editor.setPlainText(text)
             editor.document().setModified(False)
             editor.setReadOnly(False)
-            state = DocumentState(path=None, style=textops.NUMERIC, title=doc.title, abstract=doc.abstract,
-                                  read_only=True, extras={"pdf": str(path)})
+            state = DocumentState(
+                path=None,
+                style=textops.NUMERIC,
+                title=doc.title,
+                abstract=doc.abstract,
+                read_only=True,
+                extras={"pdf": str(path)},
+            )
             self._add_tab(editor, state)
             self.tabs.setTabText(self.tabs.indexOf(editor), f"{path.name} (PDF)")
             editor.set_marks(missing_marks(text, missing))
             editor.mark_clicked.connect(lambda _mark: self.recommend())
             warn = f" — {len(doc.warnings)} warning(s)" if doc.warnings else ""
-            self.set_status(f"{path.name}: {sum(1 for _ in doc.sentences())} sentences, "
-                            f"{len(doc.citing_sentences())} with citations, {len(missing)} may need one{warn}")
+            self.set_status(
+                f"{path.name}: {sum(1 for _ in doc.sentences())} sentences, "
+                f"{len(doc.citing_sentences())} with citations, {len(missing)} may need one{warn}"
+            )
 
         def failed(message, trace) -> None:
             self.show_error("Cannot import the PDF", f"{path.name}: {message}", trace)
 
         self.set_status(f"Reading {path.name}…")
-        return self.runner.submit("pdf", job, on_done=done, on_error=failed,
-                                  on_progress=lambda d, t, m: self.set_status(m))
+        return self.runner.submit(
+            "pdf",
+            job,
+            on_done=done,
+            on_error=failed,
+            on_progress=lambda d, t, m: self.set_status(m),
+        )
 
     def find_missing(self, editor: ManuscriptEditor | None = None) -> int | None:
         """Mark sentences of a manuscript that read as needing a citation (background job)."""
@@ -311,8 +374,13 @@ class DocumentOps:
             if editor.toPlainText() != text:
                 return  # edited meanwhile: offsets are stale
             editor.set_marks(missing_marks(text, missing))
-            self.set_status(f"{len(missing)} sentence(s) may need a citation (orange marks in the margin)")
+            self.set_status(
+                f"{len(missing)} sentence(s) may need a citation (orange marks in the margin)"
+            )
 
-        return self.runner.submit("analyse", job, on_done=done,
-                                  on_error=lambda m, t: self.show_error("Cannot analyse the manuscript", m, t))
-
+        return self.runner.submit(
+            "analyse",
+            job,
+            on_done=done,
+            on_error=lambda m, t: self.show_error("Cannot analyse the manuscript", m, t),
+        )

@@ -7,17 +7,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import (QColor, QFont, QFontDatabase, QPainter, QSyntaxHighlighter, QTextCharFormat,
-                           QTextCursor)
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QPainter,
+    QSyntaxHighlighter,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from assistant.gui import textops
 from assistant.textfile import TextFormat
 
 CITE_COLOURS = {textops.LATEX: "#1565c0", textops.MARKDOWN: "#1565c0", textops.NUMERIC: "#6a1b9a"}
-_LATEX_COMMAND_RE = re.compile(r"\\(?:section|subsection|subsubsection|paragraph|chapter|title|begin|end|"
-                               r"label|ref|emph|textbf|textit|documentclass|usepackage|bibliography\w*|"
-                               r"addbibresource|maketitle|author)\b\*?")
+_LATEX_COMMAND_RE = re.compile(
+    r"\\(?:section|subsection|subsubsection|paragraph|chapter|title|begin|end|"
+    r"label|ref|emph|textbf|textit|documentclass|usepackage|bibliography\w*|"
+    r"addbibresource|maketitle|author)\b\*?"
+)
 _LATEX_COMMENT_RE = re.compile(r"(?<!\\)%.*$")
 _MD_HEADING_RE = re.compile(r"^#{1,6}\s.*$")
 
@@ -50,13 +59,15 @@ class CitationHighlighter(QSyntaxHighlighter):
         self.style = style
         self.rehighlight()
 
-    def highlightBlock(self, text: str) -> None:  # noqa: N802 - Qt API
+    def highlightBlock(self, text: str) -> None:
         if self.style == textops.LATEX:
             for m in _LATEX_COMMAND_RE.finditer(text):
                 self.setFormat(m.start(), m.end() - m.start(), self.command_format)
         if self.style == textops.MARKDOWN and _MD_HEADING_RE.match(text):
             self.setFormat(0, len(text), self.heading_format)
-        for span in textops.citation_spans(text, None if self.style == textops.NUMERIC else self.style):
+        for span in textops.citation_spans(
+            text, None if self.style == textops.NUMERIC else self.style
+        ):
             fmt = self.numeric_format if span.style == textops.NUMERIC else self.cite_format
             self.setFormat(span.start, span.end - span.start, fmt)
         for m in textops.EMPTY_SLOT_RE.finditer(text):
@@ -79,22 +90,22 @@ class MarginMark:
 
 
 class _Margin(QWidget):
-    def __init__(self, editor: "ManuscriptEditor") -> None:
+    def __init__(self, editor: ManuscriptEditor) -> None:
         super().__init__(editor)
         self.editor = editor
         self.setMouseTracking(True)
 
-    def sizeHint(self) -> QSize:  # noqa: N802
+    def sizeHint(self) -> QSize:
         return QSize(self.editor.margin_width(), 0)
 
-    def paintEvent(self, event) -> None:  # noqa: N802
+    def paintEvent(self, event) -> None:
         self.editor.paint_margin(event)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+    def mouseMoveEvent(self, event) -> None:
         mark = self.editor.mark_at_y(event.position().y())
         self.setToolTip(mark.reason if mark else "")
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def mousePressEvent(self, event) -> None:
         mark = self.editor.mark_at_y(event.position().y())
         if mark:
             cursor = self.editor.textCursor()
@@ -144,7 +155,7 @@ class ManuscriptEditor(QPlainTextEdit):
         else:
             self._margin.update(0, rect.y(), self._margin.width(), rect.height())
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         cr = self.contentsRect()
         self._margin.setGeometry(QRect(cr.left(), cr.top(), self.margin_width(), cr.height()))
@@ -169,8 +180,14 @@ class ManuscriptEditor(QPlainTextEdit):
                     painter.setPen(Qt.PenStyle.NoPen)
                     painter.drawEllipse(3, top + height // 2 - 4, 8, 8)
                 painter.setPen(QColor("#9e9e9e"))
-                painter.drawText(0, top, self._margin.width() - 3, height,
-                                 int(Qt.AlignmentFlag.AlignRight), str(number + 1))
+                painter.drawText(
+                    0,
+                    top,
+                    self._margin.width() - 3,
+                    height,
+                    int(Qt.AlignmentFlag.AlignRight),
+                    str(number + 1),
+                )
             block = block.next()
             top = bottom
         painter.end()
@@ -239,7 +256,9 @@ class DocumentState:
     abstract: str = ""
     read_only: bool = False
     extras: dict = field(default_factory=dict)
-    text_format: TextFormat = field(default_factory=TextFormat)  # encoding/line endings kept on save
+    text_format: TextFormat = field(
+        default_factory=TextFormat
+    )  # encoding/line endings kept on save
 
     @property
     def display_name(self) -> str:

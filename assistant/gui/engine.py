@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from assistant.config import default_db_path
 
@@ -21,7 +22,11 @@ Progress = Callable[..., None]
 CancelFn = Callable[[], bool]
 
 
-_STAGE_LABELS = {"embed": "Embedding papers", "bm25": "Building the BM25 index", "faiss": "Building the vector index"}
+_STAGE_LABELS = {
+    "embed": "Embedding papers",
+    "bm25": "Building the BM25 index",
+    "faiss": "Building the vector index",
+}
 
 
 class EmptyLibraryError(RuntimeError):
@@ -65,7 +70,9 @@ class IndexStatus:
 
     def describe(self) -> str:
         dev = f"{self.device.upper()} {self.precision}".strip() if self.device else "not loaded"
-        return f"{self.papers} papers · {self.embedded} embedded · {self.model or 'no model'} · {dev}"
+        return (
+            f"{self.papers} papers · {self.embedded} embedded · {self.model or 'no model'} · {dev}"
+        )
 
 
 class Engine:
@@ -104,9 +111,12 @@ class Engine:
             progress(0, 0, "Loading the encoder (built on first use, this can take a minute)…")
             # The encoder the library's index was built with (same model and max length), so an
             # index built by the CLI is reused instead of being re-embedded.
-            self._encoder = load_index_encoder(index_dir_for(self.db_path), self.settings.encoder or None,
-                                               device=self.settings.device,
-                                               progress=lambda message: progress(0, 0, str(message)))
+            self._encoder = load_index_encoder(
+                index_dir_for(self.db_path),
+                self.settings.encoder or None,
+                device=self.settings.device,
+                progress=lambda message: progress(0, 0, str(message)),
+            )
         return self._encoder
 
     # --- jobs ---------------------------------------------------------------------------------
@@ -130,7 +140,7 @@ class Engine:
         try:
             config = replace(self._recommender.config, k=1)
             self._recommender.recommend("citation recommendation warm-up query", config=config)
-        except Exception as exc:  # noqa: BLE001 - a real request reports the same problem in the UI
+        except Exception as exc:
             log.warning("warm-up query failed: %s", exc)
 
     def build_index(self, progress: Progress = _noop, cancelled: CancelFn = _never) -> Any:
@@ -143,7 +153,9 @@ class Engine:
 
         progress(0, 0, "Indexing the library…")
         report = _progress_adapter(progress, cancelled, "indexing", "Indexing…")
-        result = _call_with_optional(build_index, self.library, encoder, progress=report, cancelled=cancelled)
+        result = _call_with_optional(
+            build_index, self.library, encoder, progress=report, cancelled=cancelled
+        )
         self._index_ready = True
         self._recommender = None  # picks up the new index
         self._embedded = _embedded_count(result, self.library)
@@ -199,8 +211,10 @@ class Engine:
         if self._recommender is None:
             self.prepare()
         if self._recommender is None:
-            raise EmptyLibraryError(f"the library {self.db_path} is empty: import papers first "
-                                    "(Library → Import files…)")
+            raise EmptyLibraryError(
+                f"the library {self.db_path} is empty: import papers first "
+                "(Library → Import files…)"
+            )
         return self._recommender
 
     def recommend(self, query, config=None, cancelled: CancelFn = _never):
@@ -214,7 +228,9 @@ class Engine:
         base = self.recommender.config if self._recommender is not None else PipelineConfig()
         return replace(base)
 
-    def import_files(self, paths: list[Path], progress: Progress = _noop, cancelled: CancelFn = _never):
+    def import_files(
+        self, paths: list[Path], progress: Progress = _noop, cancelled: CancelFn = _never
+    ):
         """Import BibTeX/RIS/CSL-JSON/PDF files or folders, then update the index."""
         with self._lock:
             result = import_into(self.library, paths, progress, cancelled)
@@ -224,7 +240,11 @@ class Engine:
             return result
 
     def status(self) -> IndexStatus:
-        status = IndexStatus(papers=self.library.count(), embedded=self._embedded, ready=self._recommender is not None)
+        status = IndexStatus(
+            papers=self.library.count(),
+            embedded=self._embedded,
+            ready=self._recommender is not None,
+        )
         if self._encoder is not None:
             info = getattr(self._encoder, "info", None)
             status.model = getattr(self._encoder, "name", "") or ""
@@ -236,6 +256,7 @@ class Engine:
 def _progress_adapter(progress: Progress, cancelled: CancelFn, what: str, default: str):
     """A callback for the index builder / trainers: maps ``IndexProgress`` objects or
     ``(done, total, message)`` to ``progress`` and raises ``EngineCancelled`` when asked to stop."""
+
     def report(*args, **kwargs):
         if cancelled():
             raise EngineCancelled(f"{what} cancelled")
@@ -245,7 +266,7 @@ def _progress_adapter(progress: Progress, cancelled: CancelFn, what: str, defaul
             eta = f", about {p.eta_s:.0f} s left" if getattr(p, "eta_s", None) else ""
             progress(p.done, p.total, f"{label} {p.done}/{p.total}{eta}")
             return
-        done, total = (args + (0, 0))[:2]
+        done, total = ((*args, 0, 0))[:2]
         progress(done, total, kwargs.get("message") or (args[2] if len(args) > 2 else default))
 
     return report
@@ -276,21 +297,32 @@ def _embedded_count(result, library) -> int:
     return library.count()
 
 
-def import_into(library, paths: list[Path], progress: Progress = _noop, cancelled: CancelFn = _never):
+def import_into(
+    library, paths: list[Path], progress: Progress = _noop, cancelled: CancelFn = _never
+):
     """Import files/folders into ``library`` with the library layer's importer."""
     from assistant.library.importers import import_paths
 
     def report(p) -> None:
         if hasattr(p, "files_done"):
             name = Path(p.current_file).name if p.current_file else ""
-            progress(p.bytes_done, p.bytes_total or 1,
-                     f"Importing {name} ({p.files_done}/{p.files_total} files, {p.records} records)")
+            progress(
+                p.bytes_done,
+                p.bytes_total or 1,
+                f"Importing {name} ({p.files_done}/{p.files_total} files, {p.records} records)",
+            )
         else:
             progress(0, 0, "Importing…")
 
     # workers=1: no forked processes from inside the GUI's threads
-    return _call_with_optional(import_paths, library, [Path(p) for p in paths],
-                               progress=report, cancelled=cancelled, workers=1)
+    return _call_with_optional(
+        import_paths,
+        library,
+        [Path(p) for p in paths],
+        progress=report,
+        cancelled=cancelled,
+        workers=1,
+    )
 
 
 def paper_bibtex(library, paper) -> str:
@@ -317,8 +349,14 @@ def preload_modules() -> None:
     """
     import importlib
 
-    for name in ("assistant.library.store", "assistant.inference.encoder", "assistant.retrieval.index",
-                 "assistant.retrieval.pipeline", "assistant.library.importers", "assistant.library.export"):
+    for name in (
+        "assistant.library.store",
+        "assistant.inference.encoder",
+        "assistant.retrieval.index",
+        "assistant.retrieval.pipeline",
+        "assistant.library.importers",
+        "assistant.library.export",
+    ):
         try:
             importlib.import_module(name)
         except ImportError:  # reported properly when the engine needs it

@@ -21,13 +21,16 @@ class FirstRunDialog(QDialog):
             "entirely offline.</p><p>Start by filling the library: import BibTeX, RIS, CSL-JSON or PDF "
             "files, a folder, or your Zotero database. The models and the search index are then built "
             f"automatically (progress in the library panel).</p><p>Library file: <code>{window.engine.db_path}</code>"
-            " (change it in Settings).</p>")
+            " (change it in Settings).</p>"
+        )
         text.setWordWrap(True)
         layout.addWidget(text)
-        for label, slot in (("Import files…", lambda: window.import_library_dialog("files")),
-                            ("Import a folder…", lambda: window.import_library_dialog("folder")),
-                            ("Import from Zotero…", lambda: window.import_library_dialog("zotero")),
-                            ("Try the bundled sample library and draft", self._sample)):
+        for label, slot in (
+            ("Import files…", lambda: window.import_library_dialog("files")),
+            ("Import a folder…", lambda: window.import_library_dialog("folder")),
+            ("Import from Zotero…", lambda: window.import_library_dialog("zotero")),
+            ("Try the bundled sample library and draft", self._sample),
+        ):
             button = QPushButton(label)
             button.clicked.connect(lambda _c=False, s=slot: (self.accept(), s()))
             layout.addWidget(button)

@@ -6,8 +6,21 @@ from pathlib import Path
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton,
-                               QSplitter, QTableView, QTextBrowser, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from assistant.gui.results_panel import _esc, format_authors
 
@@ -38,9 +51,13 @@ class LibraryPanel(QWidget):
         self.import_button.setText("Import")
         self.import_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.import_button)
-        menu.addAction("BibTeX / RIS / CSL-JSON / PDF files…", lambda: self.import_requested.emit("files"))
+        menu.addAction(
+            "BibTeX / RIS / CSL-JSON / PDF files…", lambda: self.import_requested.emit("files")
+        )
         menu.addAction("A folder…", lambda: self.import_requested.emit("folder"))
-        menu.addAction("Zotero database (zotero.sqlite)…", lambda: self.import_requested.emit("zotero"))
+        menu.addAction(
+            "Zotero database (zotero.sqlite)…", lambda: self.import_requested.emit("zotero")
+        )
         menu.addSeparator()
         menu.addAction("Rebuild the index", self.rebuild_requested.emit)
         self.import_button.setMenu(menu)
@@ -129,15 +146,21 @@ class LibraryPanel(QWidget):
                 papers.append(paper)
                 if len(papers) >= LIST_LIMIT:
                     break
-            note = f"{total} papers" + (f" (showing the first {LIST_LIMIT}; search to find others)"
-                                        if total > LIST_LIMIT else "")
+            note = f"{total} papers" + (
+                f" (showing the first {LIST_LIMIT}; search to find others)"
+                if total > LIST_LIMIT
+                else ""
+            )
         self.count_label.setText(note)
         self.model.setRowCount(0)
         for paper in papers:
             row = []
-            for text, sort in ((paper.title, paper.title.lower()), (format_authors(paper.authors, 2), 
-                               paper.first_author_lastname.lower()), (str(paper.year or ""), paper.year or 0),
-                               (paper.venue, (paper.venue or "").lower())):
+            for text, sort in (
+                (paper.title, paper.title.lower()),
+                (format_authors(paper.authors, 2), paper.first_author_lastname.lower()),
+                (str(paper.year or ""), paper.year or 0),
+                (paper.venue, (paper.venue or "").lower()),
+            ):
                 item = QStandardItem(text)
                 item.setData(sort, Qt.ItemDataRole.UserRole)
                 item.setData(paper.id, PAPER_ID_ROLE)
@@ -181,5 +204,7 @@ def paper_html(paper) -> str:
     doi = f"<br>DOI: {_esc(paper.doi)}" if paper.doi else ""
     key = f"<br>Key: <code>{_esc(paper.citekey)}</code>" if paper.citekey else ""
     abstract = _esc(paper.abstract) if paper.abstract else "<i>No abstract.</i>"
-    return (f"<h3>{_esc(paper.title)}</h3><p>{_esc(authors)}<br>{_esc(meta)}{doi}{key}</p>"
-            f"<p>{abstract}</p>")
+    return (
+        f"<h3>{_esc(paper.title)}</h3><p>{_esc(authors)}<br>{_esc(meta)}{doi}{key}</p>"
+        f"<p>{abstract}</p>"
+    )

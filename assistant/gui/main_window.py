@@ -8,8 +8,19 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QIcon, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
-                               QProgressBar, QPushButton, QTabWidget, QToolBar, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QToolBar,
+    QWidget,
+)
 
 from assistant.config import RESOURCES_DIR
 from assistant.gui import textops
@@ -75,14 +86,22 @@ class MainWindow(QMainWindow, DocumentOps):
     # --- construction -------------------------------------------------------------------------
     def _engine_settings(self) -> EngineSettings:
         s = self.settings
-        return EngineSettings(db_path=s.db_path, encoder=s.encoder or None, device=s.device,
-                              reranker=None if s.reranker == "off" else s.reranker, use_intent=s.use_intent)
+        return EngineSettings(
+            db_path=s.db_path,
+            encoder=s.encoder or None,
+            device=s.device,
+            reranker=None if s.reranker == "off" else s.reranker,
+            use_intent=s.use_intent,
+        )
 
     def _dock(self, widget: QWidget, title: str, area) -> None:
         dock = QDockWidget(title, self)
         dock.setObjectName(title)
         dock.setWidget(widget)
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        )
         self.addDockWidget(area, dock)
 
     def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -99,32 +118,54 @@ class MainWindow(QMainWindow, DocumentOps):
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
         self._action(file_menu, "&New", self.new_document, QKeySequence.StandardKey.New)
-        self._action(file_menu, "&Open manuscript…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self._action(
+            file_menu, "&Open manuscript…", self.open_dialog, QKeySequence.StandardKey.Open
+        )
         self._action(file_menu, "&Save", self.save_current, QKeySequence.StandardKey.Save)
         self._action(file_menu, "Save &as…", self.save_as_dialog, QKeySequence.StandardKey.SaveAs)
         file_menu.addSeparator()
-        self.pdf_action = self._action(file_menu, "Import manuscript &PDF…", self.import_pdf_dialog, "Ctrl+Shift+P")
+        self.pdf_action = self._action(
+            file_menu, "Import manuscript &PDF…", self.import_pdf_dialog, "Ctrl+Shift+P"
+        )
         self._action(file_menu, "Choose the &bibliography file…", self.choose_bib_dialog)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         lib_menu = bar.addMenu("&Library")
-        self._action(lib_menu, "Import &files…", lambda: self.import_library_dialog("files"), "Ctrl+I")
+        self._action(
+            lib_menu, "Import &files…", lambda: self.import_library_dialog("files"), "Ctrl+I"
+        )
         self._action(lib_menu, "Import a f&older…", lambda: self.import_library_dialog("folder"))
         self._action(lib_menu, "Import from &Zotero…", lambda: self.import_library_dialog("zotero"))
         self._action(lib_menu, "&Rebuild index", self.rebuild_index)
-        self._action(lib_menu, "&Adapt to my library…", self.adapt_to_library,
-                     tip="Fine-tune the search model on this library's citations, then re-index")
+        self._action(
+            lib_menu,
+            "&Adapt to my library…",
+            self.adapt_to_library,
+            tip="Fine-tune the search model on this library's citations, then re-index",
+        )
         self._action(lib_menu, "&Settings…", self.settings_dialog, "Ctrl+,")
         rec_menu = bar.addMenu("&Recommend")
-        self.recommend_action = self._action(rec_menu, "&Recommend citations", self.recommend, "Ctrl+R",
-                                             "Recommend citations for the selection or the sentence at the cursor")
+        self.recommend_action = self._action(
+            rec_menu,
+            "&Recommend citations",
+            self.recommend,
+            "Ctrl+R",
+            "Recommend citations for the selection or the sentence at the cursor",
+        )
         self._action(rec_menu, "Find &missing citations", self.find_missing, "Ctrl+Shift+M")
         self._action(rec_menu, "&Cancel", lambda: self.runner.cancel("recommend"), "Esc")
         rec_menu.addSeparator()
         for n in range(1, 10):
-            action = self._action(rec_menu, f"Insert result &{n}", lambda n=n: self.insert_result(n), f"Alt+{n}")
+            action = self._action(
+                rec_menu, f"Insert result &{n}", lambda n=n: self.insert_result(n), f"Alt+{n}"
+            )
             action.setVisible(n <= 3)  # all nine shortcuts work; the menu lists three
-        self._action(rec_menu, "Focus the library &search", self.library_panel.search_edit.setFocus, "Ctrl+Shift+F")
+        self._action(
+            rec_menu,
+            "Focus the library &search",
+            self.library_panel.search_edit.setFocus,
+            "Ctrl+Shift+F",
+        )
 
         toolbar = QToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -139,8 +180,10 @@ class MainWindow(QMainWindow, DocumentOps):
         self.mode_box = QComboBox()
         for mode in MODES:
             self.mode_box.addItem(mode.capitalize(), mode)
-        self.mode_box.setToolTip("Auto: a sentence → local, several sentences → paragraph, "
-                                 "several paragraphs → global (title + abstract)")
+        self.mode_box.setToolTip(
+            "Auto: a sentence → local, several sentences → paragraph, "
+            "several paragraphs → global (title + abstract)"
+        )
         toolbar.addWidget(self.mode_box)
         self.mode_label = QLabel("")
         toolbar.addWidget(self.mode_label)
@@ -152,19 +195,33 @@ class MainWindow(QMainWindow, DocumentOps):
 
         try:
             self.library_panel.set_library_path(self.engine.db_path)
-        except (LibraryOpenError, OSError) as exc:  # e.g. Settings pointed at another program's database
+        except (
+            LibraryOpenError,
+            OSError,
+        ) as exc:  # e.g. Settings pointed at another program's database
             self.library_panel.library = None
-            self.show_error("Cannot open the library", f"{exc}\n\nChoose another library file in Settings.")
+            self.show_error(
+                "Cannot open the library", f"{exc}\n\nChoose another library file in Settings."
+            )
             return
         if prepare:
-            self.run_engine_job(lambda p, c: self.engine.prepare(p, c), "Loading models and index…",
-                                on_done=self._engine_prepared)
+            self.run_engine_job(
+                lambda p, c: self.engine.prepare(p, c),
+                "Loading models and index…",
+                on_done=self._engine_prepared,
+            )
 
     def run_engine_job(self, fn, message: str, on_done=None) -> int:
         self.set_status(message)
         self.library_panel.show_progress(0, 0, message)
-        return self.runner.submit("engine", fn, on_done=on_done, on_error=self._job_failed,
-                                  on_progress=self._engine_progress, on_cancel=self._engine_cancelled)
+        return self.runner.submit(
+            "engine",
+            fn,
+            on_done=on_done,
+            on_error=self._job_failed,
+            on_progress=self._engine_progress,
+            on_cancel=self._engine_cancelled,
+        )
 
     def _engine_progress(self, done, total, message) -> None:
         self.library_panel.show_progress(done, total, message)
@@ -175,7 +232,9 @@ class MainWindow(QMainWindow, DocumentOps):
         if status is not None:
             self.library_panel.set_status(status)
         self.library_panel.refresh()
-        self.set_status("Ready" if status and status.papers else "The library is empty: import papers first")
+        self.set_status(
+            "Ready" if status and status.papers else "The library is empty: import papers first"
+        )
         self.engine_ready.emit(status)
 
     def _engine_cancelled(self) -> None:
@@ -193,19 +252,23 @@ class MainWindow(QMainWindow, DocumentOps):
         """Fine-tune the encoder on the library in the background (cancellable), then switch to it."""
         if confirm:
             answer = QMessageBox.question(
-                self, "Adapt to my library",
+                self,
+                "Adapt to my library",
                 "Fine-tune the search model on this library's citation graph and on questions made from "
                 "its abstracts, then re-index the library with it.\n\nIt runs in the background: preparing "
                 "the training set, up to 15 minutes of training (more steps with a GPU), then re-indexing "
                 "every paper — on a 100,000-paper library and a 2-core CPU about an hour in all. "
-                "Cancel (in the library panel) keeps the current model; a later run resumes.")
+                "Cancel (in the library panel) keeps the current model; a later run resumes.",
+            )
             if answer != QMessageBox.StandardButton.Yes:
                 return None
 
         def job(progress, cancelled):
             return self.engine.adapt_encoder(progress, cancelled, options)
 
-        return self.run_engine_job(job, "Adapting the encoder to the library…", on_done=self._adapted)
+        return self.run_engine_job(
+            job, "Adapting the encoder to the library…", on_done=self._adapted
+        )
 
     def _adapted(self, payload) -> None:
         report, status = payload
@@ -213,31 +276,46 @@ class MainWindow(QMainWindow, DocumentOps):
         save_settings(self.settings)
         self._engine_prepared(status)
         if report.resumed_from_step and report.resumed_from_step >= report.steps_done:
-            self.set_status(f"Adapted encoder '{self.settings.encoder}' in use: it had already finished its "
-                            f"{report.steps_done} steps on this library (nothing changed since); add papers "
-                            "to adapt again.")
+            self.set_status(
+                f"Adapted encoder '{self.settings.encoder}' in use: it had already finished its "
+                f"{report.steps_done} steps on this library (nothing changed since); add papers "
+                "to adapt again."
+            )
             return
-        loss = f", loss {report.loss_history[0]:.3f} → {report.final_loss:.3f}" if report.loss_history else ""
-        self.set_status(f"Adapted encoder '{self.settings.encoder}' in use: {report.steps_done} steps on "
-                        f"{report.examples} pairs ({report.device}, {report.seconds:.0f} s{loss}); library re-indexed.")
+        loss = (
+            f", loss {report.loss_history[0]:.3f} → {report.final_loss:.3f}"
+            if report.loss_history
+            else ""
+        )
+        self.set_status(
+            f"Adapted encoder '{self.settings.encoder}' in use: {report.steps_done} steps on "
+            f"{report.examples} pairs ({report.device}, {report.seconds:.0f} s{loss}); library re-indexed."
+        )
 
     def import_library_dialog(self, kind: str = "files") -> None:
         if kind == "folder":
-            folder = QFileDialog.getExistingDirectory(self, "Import a folder of bibliographies/PDFs")
+            folder = QFileDialog.getExistingDirectory(
+                self, "Import a folder of bibliographies/PDFs"
+            )
             paths = [folder] if folder else []
         elif kind == "zotero":
-            path, _ = QFileDialog.getOpenFileName(self, "Zotero database", str(Path.home() / "Zotero"),
-                                                  "Zotero (zotero.sqlite)")
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Zotero database", str(Path.home() / "Zotero"), "Zotero (zotero.sqlite)"
+            )
             paths = [path] if path else []
         else:
             paths, _ = QFileDialog.getOpenFileNames(
-                self, "Import into the library", "",
-                "Bibliographies and PDFs (*.bib *.bibtex *.ris *.json *.pdf);;All files (*)")
+                self,
+                "Import into the library",
+                "",
+                "Bibliographies and PDFs (*.bib *.bibtex *.ris *.json *.pdf);;All files (*)",
+            )
         if paths:
             self.import_library([Path(p) for p in paths])
 
     def import_library(self, paths: list[Path]) -> int:
         """Import files/folders in the background, then update the index."""
+
         def job(progress, cancelled):
             report = self.engine.import_files(paths, progress, cancelled)
             return report, self.engine.status()
@@ -248,13 +326,19 @@ class MainWindow(QMainWindow, DocumentOps):
         report, status = payload
         self._engine_prepared(status)
         issues = getattr(report, "issues", []) or []
-        summary = (f"Imported: {getattr(report, 'added', 0)} added, {getattr(report, 'merged', 0)} merged, "
-                   f"{getattr(report, 'unchanged', 0)} unchanged, {getattr(report, 'skipped', 0)} skipped.")
+        summary = (
+            f"Imported: {getattr(report, 'added', 0)} added, {getattr(report, 'merged', 0)} merged, "
+            f"{getattr(report, 'unchanged', 0)} unchanged, {getattr(report, 'skipped', 0)} skipped."
+        )
         self.set_status(summary)
         if issues:
             details = "\n".join(str(i) for i in issues[:200])
-            self.show_error("Import finished with problems", summary + f"\n{len(issues)} problem(s).", details,
-                            icon=QMessageBox.Icon.Warning)
+            self.show_error(
+                "Import finished with problems",
+                summary + f"\n{len(issues)} problem(s).",
+                details,
+                icon=QMessageBox.Icon.Warning,
+            )
 
     # --- recommend ----------------------------------------------------------------------------
     def current_mode(self) -> str:
@@ -269,15 +353,27 @@ class MainWindow(QMainWindow, DocumentOps):
         spec = editor.query_spec()
         if self.current_mode() != "auto":
             spec = textops.context_for_mode(text, spec, self.current_mode())
-        title, abstract = textops.manuscript_meta(text, state.style) if not state.read_only else (state.title, state.abstract)
+        title, abstract = (
+            textops.manuscript_meta(text, state.style)
+            if not state.read_only
+            else (state.title, state.abstract)
+        )
         p_start, p_end = textops.paragraph_bounds(text, spec.start)
         context = None
         if spec.mode == "local":  # the neighbouring sentences of the paragraph
-            context = (text[p_start:spec.start] + " " + text[spec.end:p_end]).strip() or None
-        query_text = spec.text if spec.mode != "global" else ("" if (title or abstract) else spec.text)
+            context = (text[p_start : spec.start] + " " + text[spec.end : p_end]).strip() or None
+        query_text = (
+            spec.text if spec.mode != "global" else ("" if (title or abstract) else spec.text)
+        )
         self.cited_ids = self._cited_ids(text, state.style)
-        return Query(text=query_text, mode=spec.mode, title=title or None, abstract=abstract or None,
-                     context=context, cited_ids=self.cited_ids), spec
+        return Query(
+            text=query_text,
+            mode=spec.mode,
+            title=title or None,
+            abstract=abstract or None,
+            context=context,
+            cited_ids=self.cited_ids,
+        ), spec
 
     def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
         library = self.library_panel.library
@@ -294,11 +390,13 @@ class MainWindow(QMainWindow, DocumentOps):
         """Run the pipeline for the selection/cursor in the background (a newer call wins)."""
         try:
             query, spec = self.build_query()
-        except Exception as exc:  # noqa: BLE001 - shown in the UI
+        except Exception as exc:
             self.show_error("Cannot recommend", str(exc))
             return None
         if not (query.text or query.title or query.abstract):
-            self.results_panel.set_message("Nothing to recommend for: place the cursor in a sentence.")
+            self.results_panel.set_message(
+                "Nothing to recommend for: place the cursor in a sentence."
+            )
             return None
         k = self.settings.k
         extra = min(len(self.cited_ids), 20)
@@ -318,9 +416,14 @@ class MainWindow(QMainWindow, DocumentOps):
                 config.intent_preference = intent
             return self.engine.recommend(query, config=config, cancelled=cancelled)
 
-        return self.runner.submit("recommend", job, on_done=self._recommended, on_error=self._job_failed,
-                                  on_progress=lambda d, t, m: self.set_status(m or "Recommending…"),
-                                  on_cancel=lambda: None)
+        return self.runner.submit(
+            "recommend",
+            job,
+            on_done=self._recommended,
+            on_error=self._job_failed,
+            on_progress=lambda d, t, m: self.set_status(m or "Recommending…"),
+            on_cancel=lambda: None,
+        )
 
     def _recommended(self, result) -> None:
         self.last_result = result
@@ -329,13 +432,17 @@ class MainWindow(QMainWindow, DocumentOps):
         timings = getattr(result, "timings_ms", {}) or {}
         total_ms = timings.get("total", sum(timings.values())) if timings else 0.0
         shown = min(len(result.items), self.settings.k)
-        header = (f"{shown} recommendations · mode {result.mode} · {total_ms:.0f} ms"
-                  + (" · papers already cited are hidden" if cited else "")
-                  + f"<br><span style='color:#666'>“{_esc(result.query.display_text()[:160])}”</span>")
+        header = (
+            f"{shown} recommendations · mode {result.mode} · {total_ms:.0f} ms"
+            + (" · papers already cited are hidden" if cited else "")
+            + f"<br><span style='color:#666'>“{_esc(result.query.display_text()[:160])}”</span>"
+        )
         for warning in getattr(result, "warnings", None) or []:
             header += f"<br><span style='color:#b26a00'>⚠ {_esc(warning)}</span>"
         self.results_panel.limit = self.settings.k
-        self.results_panel.set_results(result.items, header, cited, query_text=result.query.display_text())
+        self.results_panel.set_results(
+            result.items, header, cited, query_text=result.query.display_text()
+        )
         self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
         status = self.engine.status() if self.engine._library is not None else None
         if status is not None:
@@ -347,8 +454,9 @@ class MainWindow(QMainWindow, DocumentOps):
         self.library_panel.hide_progress()
         self.show_error("Something went wrong", message, trace)
 
-    def show_error(self, title: str, message: str, details: str = "",
-                   icon=QMessageBox.Icon.Critical) -> QMessageBox:
+    def show_error(
+        self, title: str, message: str, details: str = "", icon=QMessageBox.Icon.Critical
+    ) -> QMessageBox:
         """A non-blocking (window-modal) error dialog; errors never go only to the console."""
         box = QMessageBox(icon, title, message, QMessageBox.StandardButton.Ok, self)
         if details:
@@ -374,9 +482,19 @@ class MainWindow(QMainWindow, DocumentOps):
         dialog = SettingsDialog(self.settings, self)
         if dialog.exec():
             new = dialog.result_settings()
-            engine_changed = (new.db_path, new.encoder, new.device, new.reranker, new.use_intent) != (
-                self.settings.db_path, self.settings.encoder, self.settings.device, self.settings.reranker,
-                self.settings.use_intent)
+            engine_changed = (
+                new.db_path,
+                new.encoder,
+                new.device,
+                new.reranker,
+                new.use_intent,
+            ) != (
+                self.settings.db_path,
+                self.settings.encoder,
+                self.settings.device,
+                self.settings.reranker,
+                self.settings.use_intent,
+            )
             self.settings = new
             self.results_panel.exclude_cited.setChecked(new.exclude_cited)
             save_settings(new)
@@ -390,13 +508,19 @@ class MainWindow(QMainWindow, DocumentOps):
         self.runner.submit("close", lambda p, c: old.close())
         self.start()
 
-    def showEvent(self, event) -> None:  # noqa: N802
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if not getattr(self, "_docks_sized", False):
             self._docks_sized = True
             width = max(self.width(), 900)
-            self.resizeDocks([self.findChild(QDockWidget, "Library"), self.findChild(QDockWidget, "Recommendations")],
-                             [int(width * 0.24), int(width * 0.36)], Qt.Orientation.Horizontal)
+            self.resizeDocks(
+                [
+                    self.findChild(QDockWidget, "Library"),
+                    self.findChild(QDockWidget, "Recommendations"),
+                ],
+                [int(width * 0.24), int(width * 0.36)],
+                Qt.Orientation.Horizontal,
+            )
 
     def _restore_filters(self) -> None:
         panel, s = self.results_panel, self.settings
@@ -408,10 +532,15 @@ class MainWindow(QMainWindow, DocumentOps):
 
     def _store_filters(self) -> None:
         f = self.results_panel.filter_values()
-        self.settings = replace(self.settings, year_min=f["year_min"], year_max=f["year_max"],
-                                intent_filter=f["intent"], exclude_cited=f["exclude_cited"])
+        self.settings = replace(
+            self.settings,
+            year_min=f["year_min"],
+            year_max=f["year_max"],
+            intent_filter=f["intent"],
+            exclude_cited=f["exclude_cited"],
+        )
 
-    def closeEvent(self, event) -> None:  # noqa: N802
+    def closeEvent(self, event) -> None:
         if not self.maybe_save_all():
             event.ignore()
             return

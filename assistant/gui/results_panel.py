@@ -6,8 +6,20 @@ import re
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
-                               QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 INTENT_COLOURS = {"background": "#1e88e5", "method": "#43a047", "result": "#fb8c00"}
 INTENTS = ("background", "method", "result")
@@ -26,9 +38,55 @@ def format_authors(authors: list[str], limit: int = 3) -> str:
 
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,}")
-_STOP = frozenset("the and for with from that this these those into over such are was were has have had "
-                  "can also not but our their its which while using used use based than then them they "
-                  "more most many much very been being other each both".split())
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "that",
+        "this",
+        "these",
+        "those",
+        "into",
+        "over",
+        "such",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "can",
+        "also",
+        "not",
+        "but",
+        "our",
+        "their",
+        "its",
+        "which",
+        "while",
+        "using",
+        "used",
+        "use",
+        "based",
+        "than",
+        "then",
+        "them",
+        "they",
+        "more",
+        "most",
+        "many",
+        "much",
+        "very",
+        "been",
+        "being",
+        "other",
+        "each",
+        "both",
+    ]
+)
 
 
 def query_terms(text: str) -> frozenset[str]:
@@ -42,8 +100,10 @@ def snippet_html(abstract: str, terms: frozenset[str]) -> str:
         return "<i>No abstract in the library.</i>"
 
     def mark(text: str) -> str:
-        return _WORD_RE.sub(lambda m: f"<b>{m.group(0)}</b>" if m.group(0).lower() in terms else m.group(0),
-                            _esc(text))
+        return _WORD_RE.sub(
+            lambda m: f"<b>{m.group(0)}</b>" if m.group(0).lower() in terms else m.group(0),
+            _esc(text),
+        )
 
     sentences = re.split(r"(?<=[.!?])\s+", abstract)
     best = max(sentences, key=lambda sent: len(terms & query_terms(sent)), default="")
@@ -56,7 +116,9 @@ def snippet_html(abstract: str, terms: frozenset[str]) -> str:
 class IntentChip(QLabel):
     """A colour-coded chip: ``method 87%`` (painted directly: cheap, no per-widget style sheet)."""
 
-    def __init__(self, intent: str | None, confidence: float | None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, intent: str | None, confidence: float | None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.intent = intent or ""
         self.confidence = confidence
@@ -64,8 +126,10 @@ class IntentChip(QLabel):
         if intent:
             text = intent if confidence is None else f"{intent} {confidence:.0%}"
             self.colour = QColor(INTENT_COLOURS.get(intent, "#757575"))
-            self.setToolTip(f"Likely citation intent: {intent}"
-                            + (f" (confidence {confidence:.2f})" if confidence is not None else ""))
+            self.setToolTip(
+                f"Likely citation intent: {intent}"
+                + (f" (confidence {confidence:.2f})" if confidence is not None else "")
+            )
         else:
             text, self.colour = "intent n/a", QColor("#9e9e9e")
         self.setText(text)
@@ -74,7 +138,7 @@ class IntentChip(QLabel):
         self.setFont(font)
         self.setContentsMargins(8, 1, 8, 1)
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, event) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(Qt.PenStyle.NoPen)
@@ -92,8 +156,14 @@ class ResultCard(QFrame):
     insert_clicked = Signal(object)
     copy_clicked = Signal(object)
 
-    def __init__(self, rank: int, rec, cited: bool = False, query_terms: frozenset[str] = frozenset(),
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        rank: int,
+        rec,
+        cited: bool = False,
+        query_terms: frozenset[str] = frozenset(),
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.rec = rec
         paper = rec.paper
@@ -113,7 +183,9 @@ class ResultCard(QFrame):
         top.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(top)
 
-        meta = " · ".join(p for p in (format_authors(paper.authors), str(paper.year or ""), paper.venue) if p)
+        meta = " · ".join(
+            p for p in (format_authors(paper.authors), str(paper.year or ""), paper.venue) if p
+        )
         badge = "  <span style='color:#c62828'>(already cited)</span>" if cited else ""
         self.meta_label = QLabel(f"<span style='color:#555'>{_esc(meta)}</span>{badge}")
         self.meta_label.setWordWrap(True)
@@ -121,8 +193,12 @@ class ResultCard(QFrame):
 
         row = QHBoxLayout()
         key = paper.citekey or f"#{paper.id}"
-        self.score_label = QLabel(f"<span style='color:#777'>score {rec.score:.3f} · <code>{_esc(key)}</code></span>")
-        self.score_label.setToolTip("\n".join(f"{k}: {v:.3f}" for k, v in (rec.scores or {}).items()))
+        self.score_label = QLabel(
+            f"<span style='color:#777'>score {rec.score:.3f} · <code>{_esc(key)}</code></span>"
+        )
+        self.score_label.setToolTip(
+            "\n".join(f"{k}: {v:.3f}" for k, v in (rec.scores or {}).items())
+        )
         row.addWidget(self.score_label, 1)
         self.expand_button = QToolButton()
         self.expand_button.setText("Details")
@@ -135,7 +211,9 @@ class ResultCard(QFrame):
         row.addWidget(self.copy_button)
         self.insert_button = QPushButton("Insert")
         self.insert_button.setObjectName("insertButton")
-        self.insert_button.setToolTip("Insert the citation at the cursor and add the entry to the .bib file")
+        self.insert_button.setToolTip(
+            "Insert the citation at the cursor and add the entry to the .bib file"
+        )
         self.insert_button.clicked.connect(lambda: self.insert_clicked.emit(self.rec))
         row.addWidget(self.insert_button)
         layout.addLayout(row)
@@ -169,7 +247,9 @@ class ResultsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
 
-        self.header = QLabel("Select a sentence or place the cursor, then press Recommend (Ctrl+R).")
+        self.header = QLabel(
+            "Select a sentence or place the cursor, then press Recommend (Ctrl+R)."
+        )
         self.header.setObjectName("resultsHeader")
         self.header.setWordWrap(True)
         layout.addWidget(self.header)
@@ -212,8 +292,13 @@ class ResultsPanel(QWidget):
     def set_message(self, text: str) -> None:
         self.header.setText(text)
 
-    def set_results(self, items: list, header: str = "", cited_keys: set[str] | None = None,
-                    query_text: str = "") -> None:
+    def set_results(
+        self,
+        items: list,
+        header: str = "",
+        cited_keys: set[str] | None = None,
+        query_text: str = "",
+    ) -> None:
         self.items = list(items)
         self.query_terms = query_terms(query_text)
         self.cited_keys = set(cited_keys or ())
@@ -267,7 +352,9 @@ class ResultsPanel(QWidget):
             if not self._pending:
                 break
             rank, rec = self._pending.pop(0)
-            card = ResultCard(rank, rec, cited=rec.paper.citekey in self.cited_keys, query_terms=self.query_terms)
+            card = ResultCard(
+                rank, rec, cited=rec.paper.citekey in self.cited_keys, query_terms=self.query_terms
+            )
             card.insert_clicked.connect(self.insert_requested)
             card.copy_clicked.connect(self.copy_requested)
             self.list_layout.insertWidget(self.list_layout.count() - 1, card)

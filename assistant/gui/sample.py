@@ -10,9 +10,10 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from assistant.config import RESOURCES_DIR
 from assistant.gui import textops
@@ -62,8 +63,11 @@ def sample_imported(db_path: Path) -> bool:
         return False
 
 
-def setup_sample(engine: Engine, progress: Callable[..., None] | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> SampleSetup:
+def setup_sample(
+    engine: Engine,
+    progress: Callable[..., None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> SampleSetup:
     """Import the sample library if not yet, then build models + index (incremental)."""
     check_sample_files()
     progress = progress or (lambda *a, **k: None)
@@ -76,7 +80,9 @@ def setup_sample(engine: Engine, progress: Callable[..., None] | None = None,
         if getattr(report, "cancelled", False) or cancelled():
             return SampleSetup(False, 0, engine.status(), time.perf_counter() - start)
         imported, added = True, int(getattr(report, "added", 0))
-        _marker(engine.db_path).write_text(json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)}))
+        _marker(engine.db_path).write_text(
+            json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)})
+        )
     status = engine.prepare(progress, cancelled)
     return SampleSetup(imported, added, status, time.perf_counter() - start)
 
@@ -126,8 +132,13 @@ def demo_sentences(draft_text: str, n: int = 4) -> list[DemoSentence]:
     return [item for _, item in sorted(chosen, key=lambda c: c[0])]
 
 
-def run_demo(n_sentences: int = 4, k: int = 5, db_path: Path | None = None, out: TextIO | None = None,
-             quiet: bool = False) -> int:
+def run_demo(
+    n_sentences: int = 4,
+    k: int = 5,
+    db_path: Path | None = None,
+    out: TextIO | None = None,
+    quiet: bool = False,
+) -> int:
     """Set the sample up and print the top-``k`` recommendations for a few draft sentences."""
     from assistant.retrieval.query import Query
 
@@ -148,13 +159,19 @@ def run_demo(n_sentences: int = 4, k: int = 5, db_path: Path | None = None, out:
         print(f"error: {exc}", file=err)
         return 2
     status = setup.status
-    print(f"Library {engine.db_path}: {status.describe()} (set-up {setup.seconds:.1f} s"
-          + (f", imported {setup.added} papers" if setup.imported else "") + ")", file=out)
+    print(
+        f"Library {engine.db_path}: {status.describe()} (set-up {setup.seconds:.1f} s"
+        + (f", imported {setup.added} papers" if setup.imported else "")
+        + ")",
+        file=out,
+    )
     draft = SAMPLE_DRAFT.read_text(encoding="utf-8")
     title, abstract = textops.manuscript_meta(draft, textops.LATEX)
     hits = total = 0
     for i, sentence in enumerate(demo_sentences(draft, n_sentences), start=1):
-        query = Query(text=sentence.text, mode="local", title=title or None, abstract=abstract or None)
+        query = Query(
+            text=sentence.text, mode="local", title=title or None, abstract=abstract or None
+        )
         config = engine.default_config()
         config.k = k
         config.exclude_cited = False
@@ -162,19 +179,31 @@ def run_demo(n_sentences: int = 4, k: int = 5, db_path: Path | None = None, out:
         timings = result.timings_ms or {}
         ms = timings.get("total", sum(timings.values()))
         print(f"\n[{i}] {textops_strip(sentence.text)}", file=out)
-        cites = ", ".join(sentence.cited) if sentence.cited else "nothing yet (flagged as needing a citation)"
+        cites = (
+            ", ".join(sentence.cited)
+            if sentence.cited
+            else "nothing yet (flagged as needing a citation)"
+        )
         print(f"    draft cites: {cites}   ({result.mode}, {ms:.0f} ms)", file=out)
         for rank, rec in enumerate(result.items, start=1):
             p = rec.paper
-            intent = f"{rec.intent} {rec.intent_confidence:.2f}" if rec.intent and rec.intent_confidence is not None \
+            intent = (
+                f"{rec.intent} {rec.intent_confidence:.2f}"
+                if rec.intent and rec.intent_confidence is not None
                 else (rec.intent or "-")
+            )
             mark = "*" if p.citekey in sentence.cited else " "
             title_text = p.title if len(p.title) <= 70 else p.title[:67] + "..."
-            print(f"  {mark}{rank:2d}. {p.citekey:<24} {p.year or '----'}  {rec.score:7.3f}  {intent:<16} {title_text}",
-                  file=out)
+            print(
+                f"  {mark}{rank:2d}. {p.citekey:<24} {p.year or '----'}  {rec.score:7.3f}  {intent:<16} {title_text}",
+                file=out,
+            )
         total += len(sentence.cited)
         hits += sum(1 for rec in result.items if rec.paper.citekey in sentence.cited)
-    print(f"\n* = cited there in the draft: {hits}/{total} of the draft's citations in the top {k}", file=out)
+    print(
+        f"\n* = cited there in the draft: {hits}/{total} of the draft's citations in the top {k}",
+        file=out,
+    )
     engine.close()
     return 0
 

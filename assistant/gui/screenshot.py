@@ -16,7 +16,9 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output", type=Path)
-    parser.add_argument("--sentence", default="Click models such as the dynamic Bayesian network model")
+    parser.add_argument(
+        "--sentence", default="Click models such as the dynamic Bayesian network model"
+    )
     parser.add_argument("--width", type=int, default=1500)
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument("--timeout", type=int, default=900, help="seconds to wait for the set-up")
@@ -53,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def shoot(result) -> None:
         print("timings (ms):", {k: round(v) for k, v in (result.timings_ms or {}).items()})
+
         def finish() -> None:
             if not window.results_panel.is_complete():
                 QTimer.singleShot(100, finish)
@@ -66,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         ok = window.grab().save(str(args.output))
-        print(f"saved {args.output} ({window.width()}x{window.height()})" if ok else "error: save failed")
+        print(
+            f"saved {args.output} ({window.width()}x{window.height()})"
+            if ok
+            else "error: save failed"
+        )
         state["code"] = 0 if ok else 1
         app.exit(state["code"])
 

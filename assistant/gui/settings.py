@@ -7,8 +7,19 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLineEdit, QPushButton, QSpinBox, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
 from assistant.config import data_dir, default_db_path
 
@@ -121,15 +132,21 @@ class SettingsDialog(QDialog):
         self.exclude_box = QCheckBox("Exclude papers already cited in the manuscript")
         self.exclude_box.setChecked(settings.exclude_cited)
         form.addRow("", self.exclude_box)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Library file", self.library_edit.text(),
-                                              "Cite-Assist library (*.sqlite);;All files (*)",
-                                              options=QFileDialog.Option.DontConfirmOverwrite)
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Library file",
+            self.library_edit.text(),
+            "Cite-Assist library (*.sqlite);;All files (*)",
+            options=QFileDialog.Option.DontConfirmOverwrite,
+        )
         if path:
             self.library_edit.setText(path)
 

@@ -6,6 +6,7 @@ selection (with the automatic mode), and where/how a citation is inserted.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,14 @@ MARKDOWN_CITE_RE = markers.PANDOC_RE
 MARKDOWN_KEY_RE = markers.PANDOC_KEY_RE
 NUMERIC_CITE_RE = markers.NUMERIC_RE
 #: An explicit empty slot the user typed where a citation belongs.
-EMPTY_SLOT_RE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?\{\s*\}|\[@\??\]|\[\?\]|\[cite\]|\[citation needed\]")
+EMPTY_SLOT_RE = re.compile(
+    r"\\[A-Za-z]*cite[A-Za-z]*\*?\{\s*\}|\[@\??\]|\[\?\]|\[cite\]|\[citation needed\]"
+)
 
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\\\[(\"'])")
-_ABBREV_RE = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|cf|vs|Fig|Eq|Sec|Tab|resp|approx|no|vol|pp)\.|\b[A-Z]\.)$")
+_ABBREV_RE = re.compile(
+    r"(?:\b(?:e\.g|i\.e|et al|etc|cf|vs|Fig|Eq|Sec|Tab|resp|approx|no|vol|pp)\.|\b[A-Z]\.)$"
+)
 
 
 @dataclass
@@ -83,7 +88,11 @@ def citation_spans(text: str, style: str | None = None) -> list[CitationSpan]:
         for m in NUMERIC_CITE_RE.finditer(text):
             if any(a <= m.start() < b for a, b in taken):
                 continue
-            spans.append(CitationSpan(m.start(), m.end(), re.split(r"\s*[,;]\s*", m.group(1).strip()), NUMERIC))
+            spans.append(
+                CitationSpan(
+                    m.start(), m.end(), re.split(r"\s*[,;]\s*", m.group(1).strip()), NUMERIC
+                )
+            )
     return sorted(spans, key=lambda s: s.start)
 
 
@@ -113,7 +122,7 @@ def sentence_bounds(text: str, pos: int) -> tuple[int, int]:
         cuts.append(m.end())
     cuts.append(len(para))
     rel = pos - p_start
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in itertools.pairwise(cuts):
         if a <= rel < b or b == len(para):
             seg = para[a:b]
             lead = len(seg) - len(seg.lstrip())
@@ -181,8 +190,9 @@ def _strip_back(text: str, pos: int, lower: int) -> int:
     return pos
 
 
-def citation_edit(text: str, sel_start: int, sel_end: int, key: str, style: str,
-                  number: int | None = None) -> Edit:
+def citation_edit(
+    text: str, sel_start: int, sel_end: int, key: str, style: str, number: int | None = None
+) -> Edit:
     """How to insert a citation of ``key`` for the cursor/selection.
 
     Priority: an empty slot (``\\cite{}``, ``[@?]``, ``[?]``) in the sentence; the
@@ -200,7 +210,7 @@ def citation_edit(text: str, sel_start: int, sel_end: int, key: str, style: str,
         if span.start <= sel_start <= span.end and span.style == style and sel_start == sel_end:
             if key in span.keys:
                 return Edit(sel_start, sel_start, "")
-            inner = text[span.start:span.end]
+            inner = text[span.start : span.end]
             if style == LATEX:
                 close = span.start + inner.rfind("}")
                 return Edit(close, close, ("," if span.keys else "") + key)
@@ -220,7 +230,7 @@ def citation_edit(text: str, sel_start: int, sel_end: int, key: str, style: str,
 
 
 def apply_edit(text: str, edit: Edit) -> str:
-    return text[: edit.start] + edit.replacement + text[edit.end:]
+    return text[: edit.start] + edit.replacement + text[edit.end :]
 
 
 _TEX_TITLE_RE = re.compile(r"\\title(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}", re.S)

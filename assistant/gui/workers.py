@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
@@ -51,10 +52,18 @@ class JobSignals(QObject):
 
 
 class _Job(QRunnable):
-    def __init__(self, channel: str, generation: int, fn: JobFn, token: CancelToken, signals: JobSignals):
+    def __init__(
+        self, channel: str, generation: int, fn: JobFn, token: CancelToken, signals: JobSignals
+    ):
         super().__init__()
         self.setAutoDelete(True)
-        self.channel, self.generation, self.fn, self.token, self.signals = channel, generation, fn, token, signals
+        self.channel, self.generation, self.fn, self.token, self.signals = (
+            channel,
+            generation,
+            fn,
+            token,
+            signals,
+        )
 
     def _progress(self, done: Any = 0, total: Any = 0, message: str = "") -> None:
         if self.token():
@@ -70,11 +79,17 @@ class _Job(QRunnable):
         except Cancelled:
             self.signals.cancelled.emit(self.channel, self.generation)
             return
-        except BaseException as exc:  # noqa: BLE001 - every error goes to the UI, not the console
+        except BaseException as exc:
             if self.token():
                 self.signals.cancelled.emit(self.channel, self.generation)
                 return
-            if type(exc).__name__ in ("PipelineCancelled", "CancelledError", "ImportCancelled", "EngineCancelled", "Cancelled"):
+            if type(exc).__name__ in (
+                "PipelineCancelled",
+                "CancelledError",
+                "ImportCancelled",
+                "EngineCancelled",
+                "Cancelled",
+            ):
                 self.signals.cancelled.emit(self.channel, self.generation)
                 return
             log.debug("job %s#%d failed", self.channel, self.generation, exc_info=True)
@@ -114,8 +129,9 @@ class JobRunner(QObject):
         self._generation: dict[str, int] = {}
         self._jobs: dict[tuple[str, int], _Callbacks] = {}
 
-    def submit(self, channel: str, fn: JobFn, on_done=None, on_error=None, on_progress=None,
-               on_cancel=None) -> int:
+    def submit(
+        self, channel: str, fn: JobFn, on_done=None, on_error=None, on_progress=None, on_cancel=None
+    ) -> int:
         """Run ``fn`` in the background; cancels the channel's previous job. Returns the generation."""
         self.cancel(channel)
         generation = self._generation.get(channel, 0) + 1

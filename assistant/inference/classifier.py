@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,15 +29,17 @@ class SequenceClassifier(OnnxTextModel):
             return [str(i) for i in range(width if isinstance(width, int) else 0)]
         return list(labels)
 
-    def predict_logits(self, texts: Sequence[str] | str, batch_size: int = 32,
-                       progress: ProgressFn | None = None) -> np.ndarray:
+    def predict_logits(
+        self, texts: Sequence[str] | str, batch_size: int = 32, progress: ProgressFn | None = None
+    ) -> np.ndarray:
         texts = clean_texts(texts)
         if not texts:
             return np.zeros((0, len(self.labels)), dtype=np.float32)
         return self._run(texts, batch_size, progress)
 
-    def predict_proba(self, texts: Sequence[str] | str, batch_size: int = 32,
-                      progress: ProgressFn | None = None) -> np.ndarray:
+    def predict_proba(
+        self, texts: Sequence[str] | str, batch_size: int = 32, progress: ProgressFn | None = None
+    ) -> np.ndarray:
         """Class probabilities (softmax over the logits); texts are truncated to ``max_length``."""
         logits = self.predict_logits(texts, batch_size, progress)
         if logits.shape[0] == 0:
@@ -53,8 +55,15 @@ class SequenceClassifier(OnnxTextModel):
         return f"SequenceClassifier({self.name!r}, labels={self.labels}, {self.info.describe()})"
 
 
-def load_classifier(path_or_name: str | os.PathLike, device: str = "auto", precision: str = "auto",
-                    *, threads: int | None = None, max_length: int | None = None) -> SequenceClassifier:
+def load_classifier(
+    path_or_name: str | os.PathLike,
+    device: str = "auto",
+    precision: str = "auto",
+    *,
+    threads: int | None = None,
+    max_length: int | None = None,
+) -> SequenceClassifier:
     """Load a classifier folder (``kind: classifier`` with ``labels``) by path or name."""
-    return SequenceClassifier(path_or_name, device=device, precision=precision, threads=threads,
-                              max_length=max_length)
+    return SequenceClassifier(
+        path_or_name, device=device, precision=precision, threads=threads, max_length=max_length
+    )

@@ -23,7 +23,9 @@ def _offer_rebuild(exc, yes: bool) -> bool:
     if not getattr(exc, "rebuildable", False):
         return False
     name = exc.model_dir.name
-    if yes or (sys.stdin.isatty() and click.confirm(f"Rebuild {name!r} now?", default=True, err=True)):
+    if yes or (
+        sys.stdin.isatty() and click.confirm(f"Rebuild {name!r} now?", default=True, err=True)
+    ):
         build_model(name, force=True, progress=_progress)
         return True
     return False
@@ -36,7 +38,12 @@ def models() -> None:
 
 @models.command("build")
 @click.argument("names", nargs=-1)
-@click.option("--model", "model_opt", type=click.Choice(sorted(BUILDERS)), help="Model to build (same as NAME).")
+@click.option(
+    "--model",
+    "model_opt",
+    type=click.Choice(sorted(BUILDERS)),
+    help="Model to build (same as NAME).",
+)
 @click.option("--force", is_flag=True, help="Rebuild even if the model folder exists.")
 def build_cmd(names: tuple[str, ...], model_opt: str | None, force: bool) -> None:
     """Export models from the weights installed with pip (default: minilm). Offline.
@@ -49,29 +56,49 @@ def build_cmd(names: tuple[str, ...], model_opt: str | None, force: bool) -> Non
     wanted = list(names) + ([model_opt] if model_opt else [])
     for name in wanted or ["minilm"]:
         if name not in BUILDERS:
-            raise click.BadParameter(f"unknown model {name!r}; buildable: {', '.join(sorted(BUILDERS))}",
-                                     param_hint="NAME")
+            raise click.BadParameter(
+                f"unknown model {name!r}; buildable: {', '.join(sorted(BUILDERS))}",
+                param_hint="NAME",
+            )
         try:
             path = build_model(name, force=force, progress=_progress)
         except MissingWeightsError as exc:
             raise click.ClickException(str(exc)) from exc
         manifest = ModelManifest.load(path)
-        click.echo(f"{name}: {manifest.kind}, {manifest.dim} dims, pooling={manifest.pooling}, "
-                   f"max_length={manifest.max_length}, files={', '.join(manifest.files)} -> {path}")
+        click.echo(
+            f"{name}: {manifest.kind}, {manifest.dim} dims, pooling={manifest.pooling}, "
+            f"max_length={manifest.max_length}, files={', '.join(manifest.files)} -> {path}"
+        )
 
 
 @models.command("import")
 @click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--name", help="Name of the model folder (default: the source folder name).")
-@click.option("--kind", type=click.Choice(["encoder", "cross-encoder", "classifier"]), default="encoder",
-              show_default=True)
-@click.option("--pooling", type=click.Choice(["mean", "cls"]),
-              help="Encoder pooling (default: read from a sentence-transformers 1_Pooling/config.json).")
-@click.option("--max-length", type=int, default=256, show_default=True, help="Truncation length in tokens.")
+@click.option(
+    "--kind",
+    type=click.Choice(["encoder", "cross-encoder", "classifier"]),
+    default="encoder",
+    show_default=True,
+)
+@click.option(
+    "--pooling",
+    type=click.Choice(["mean", "cls"]),
+    help="Encoder pooling (default: read from a sentence-transformers 1_Pooling/config.json).",
+)
+@click.option(
+    "--max-length", type=int, default=256, show_default=True, help="Truncation length in tokens."
+)
 @click.option("--labels", help="Comma-separated class labels in output order (classifier).")
 @click.option("--force", is_flag=True, help="Overwrite an existing model of that name.")
-def import_cmd(src: Path, name: str | None, kind: str, pooling: str | None, max_length: int,
-               labels: str | None, force: bool) -> None:
+def import_cmd(
+    src: Path,
+    name: str | None,
+    kind: str,
+    pooling: str | None,
+    max_length: int,
+    labels: str | None,
+    force: bool,
+) -> None:
     """Export a local Hugging Face model folder (e.g. a SPECTER2/SciNCL checkout) to ONNX."""
     from assistant import config
     from assistant.inference.build import MissingWeightsError, import_hf_dir
@@ -79,16 +106,28 @@ def import_cmd(src: Path, name: str | None, kind: str, pooling: str | None, max_
     name = name or src.name
     out = config.models_dir() / name
     if (out / "manifest.json").exists() and not force:
-        raise click.ClickException(f"model {name!r} already exists at {out}; use --force to replace it")
+        raise click.ClickException(
+            f"model {name!r} already exists at {out}; use --force to replace it"
+        )
     if kind == "encoder" and pooling is None:
         pooling = _declared_pooling(src)
         if pooling is None:
-            raise click.UsageError(f"{src} does not declare its pooling (no 1_Pooling/config.json): "
-                                   "pass --pooling mean or --pooling cls (SPECTER2/SciNCL use cls)")
+            raise click.UsageError(
+                f"{src} does not declare its pooling (no 1_Pooling/config.json): "
+                "pass --pooling mean or --pooling cls (SPECTER2/SciNCL use cls)"
+            )
     label_list = [s.strip() for s in labels.split(",") if s.strip()] if labels else None
     try:
-        path = import_hf_dir(src, out, kind=kind, pooling=pooling, max_length=max_length,
-                             labels=label_list, name=name, progress=_progress)
+        path = import_hf_dir(
+            src,
+            out,
+            kind=kind,
+            pooling=pooling,
+            max_length=max_length,
+            labels=label_list,
+            name=name,
+            progress=_progress,
+        )
     except (MissingWeightsError, OSError, ValueError) as exc:
         raise click.ClickException(f"cannot import {src}: {exc}") from exc
     click.echo(f"imported {name} -> {path}")
@@ -108,9 +147,15 @@ def _declared_pooling(src: Path) -> str | None:
 
 @models.command("info")
 @click.argument("name", required=False)
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--precision", type=click.Choice(["auto", "fp32", "int8", "fp16"]), default="auto",
-              show_default=True)
+@click.option(
+    "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
+)
+@click.option(
+    "--precision",
+    type=click.Choice(["auto", "fp32", "int8", "fp16"]),
+    default="auto",
+    show_default=True,
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--yes", is_flag=True, help="Rebuild a corrupted buildable model without asking.")
 def info_cmd(name: str | None, device: str, precision: str, as_json: bool, yes: bool) -> None:
@@ -124,34 +169,55 @@ def info_cmd(name: str | None, device: str, precision: str, as_json: bool, yes: 
         model = OnnxTextModel(name, device=device, precision=precision, progress=_progress)
     except ModelCorruptedError as exc:
         if not _offer_rebuild(exc, yes):
-            raise SystemExit(1)
+            raise SystemExit(1) from None
         model = OnnxTextModel(name, device=device, precision=precision)
     except ModelLoadError as exc:
         raise click.ClickException(str(exc)) from exc
     m: ModelManifest = model.manifest
     info = model.info
     data = {
-        "name": m.name, "kind": m.kind, "path": str(m.path), "dim": m.dim, "pooling": m.pooling,
-        "max_length": model.max_length, "labels": m.labels, "source": m.source, "created": m.created,
-        "device": info.device, "provider": info.provider, "precision": info.precision,
-        "threads": info.threads, "model_file": info.model_path, "notes": info.notes,
+        "name": m.name,
+        "kind": m.kind,
+        "path": str(m.path),
+        "dim": m.dim,
+        "pooling": m.pooling,
+        "max_length": model.max_length,
+        "labels": m.labels,
+        "source": m.source,
+        "created": m.created,
+        "device": info.device,
+        "provider": info.provider,
+        "precision": info.precision,
+        "threads": info.threads,
+        "model_file": info.model_path,
+        "notes": info.notes,
         "available_providers": available_providers(),
         "fused_ops": m.raw.get("fused_ops") or {},
     }
-    if m.name in BUILDERS and info.device == "cpu" and "SkipLayerNormalization" in _op_types(Path(info.model_path)):
-        data["notes"] = list(data["notes"]) + [
+    if (
+        m.name in BUILDERS
+        and info.device == "cpu"
+        and "SkipLayerNormalization" in _op_types(Path(info.model_path))
+    ):
+        data["notes"] = [
+            *list(data["notes"]),
             f"built with an older export graph (fused SkipLayerNormalization, ~10% slower on CPU): "
             f"`assistant models build {m.name} --force` gives the faster one (the library is then "
-            f"re-embedded by the next `assistant index`)"]
+            f"re-embedded by the next `assistant index`)",
+        ]
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(f"{m.name} ({m.kind}) at {m.path}")
-    click.echo(f"  device: {info.device}  provider: {info.provider}  precision: {info.precision}  "
-               f"threads: {info.threads}")
+    click.echo(
+        f"  device: {info.device}  provider: {info.provider}  precision: {info.precision}  "
+        f"threads: {info.threads}"
+    )
     click.echo(f"  file: {info.model_path}")
-    click.echo(f"  dim: {m.dim}  pooling: {m.pooling}  max_length: {model.max_length}"
-               + (f"  labels: {', '.join(m.labels)}" if m.labels else ""))
+    click.echo(
+        f"  dim: {m.dim}  pooling: {m.pooling}  max_length: {model.max_length}"
+        + (f"  labels: {', '.join(m.labels)}" if m.labels else "")
+    )
     click.echo(f"  source: {m.source}  created: {m.created}")
     if data["fused_ops"]:
         click.echo("  graph: " + ", ".join(f"{op} x{n}" for op, n in data["fused_ops"].items()))
@@ -177,14 +243,26 @@ def list_cmd(as_json: bool) -> None:
     from assistant.inference.registry import list_models
 
     found = list_models()
-    rows = [{"name": m.path.name, "kind": m.kind, "dim": m.dim, "pooling": m.pooling,
-             "max_length": m.max_length, "precisions": sorted(m.files), "path": str(m.path),
-             "source": m.source} for m in found]
+    rows = [
+        {
+            "name": m.path.name,
+            "kind": m.kind,
+            "dim": m.dim,
+            "pooling": m.pooling,
+            "max_length": m.max_length,
+            "precisions": sorted(m.files),
+            "path": str(m.path),
+            "source": m.source,
+        }
+        for m in found
+    ]
     missing = sorted(set(BUILDERS) - {r["name"] for r in rows})
     if as_json:
         click.echo(json.dumps({"models": rows, "buildable_missing": missing}, indent=2))
         return
     for r in rows:
-        click.echo(f"{r['name']:<24} {r['kind']:<14} dim={r['dim']:<5} {'+'.join(r['precisions']):<10} {r['path']}")
+        click.echo(
+            f"{r['name']:<24} {r['kind']:<14} dim={r['dim']:<5} {'+'.join(r['precisions']):<10} {r['path']}"
+        )
     for name in missing:
         click.echo(f"{name:<24} (not built: `assistant models build {name}`)")

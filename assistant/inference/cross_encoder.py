@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,8 +35,13 @@ class CrossEncoder(OnnxTextModel):
 
     kind = "cross-encoder"
 
-    def score(self, query: str, docs: Sequence[str], batch_size: int = 32,
-              progress: ProgressFn | None = None) -> np.ndarray:
+    def score(
+        self,
+        query: str,
+        docs: Sequence[str],
+        batch_size: int = 32,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
         """Score ``docs`` against ``query``; each pair is truncated to ``max_length`` tokens."""
         docs = clean_texts(docs)
         if not docs:
@@ -56,8 +61,15 @@ class CrossEncoder(OnnxTextModel):
         return f"CrossEncoder({self.name!r}, {self.info.describe()})"
 
 
-def load_cross_encoder(path_or_name: str | os.PathLike, device: str = "auto", precision: str = "auto",
-                       *, threads: int | None = None, max_length: int | None = None) -> CrossEncoder:
+def load_cross_encoder(
+    path_or_name: str | os.PathLike,
+    device: str = "auto",
+    precision: str = "auto",
+    *,
+    threads: int | None = None,
+    max_length: int | None = None,
+) -> CrossEncoder:
     """Load a cross-encoder folder (``kind: cross-encoder`` in its manifest) by path or name."""
-    return CrossEncoder(path_or_name, device=device, precision=precision, threads=threads,
-                        max_length=max_length)
+    return CrossEncoder(
+        path_or_name, device=device, precision=precision, threads=threads, max_length=max_length
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,11 +23,14 @@ class Encoder(OnnxTextModel):
     @property
     def fingerprint(self) -> str:
         """Identifies model weights + precision + max length (an index built with another is stale)."""
-        digest = (self.manifest.files.get("int8" if self.info.precision == "int8" else "fp32") or "")[:16]
+        digest = (
+            self.manifest.files.get("int8" if self.info.precision == "int8" else "fp32") or ""
+        )[:16]
         return f"{self.name}:{self.info.precision}:{digest}:L{self.max_length}"
 
-    def encode(self, texts: Sequence[str] | str, batch_size: int = 32,
-               progress: ProgressFn | None = None) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str] | str, batch_size: int = 32, progress: ProgressFn | None = None
+    ) -> np.ndarray:
         """Embed ``texts`` (longest first, padded per batch); inputs over ``max_length`` tokens are truncated."""
         vectors = self._run(clean_texts(texts), batch_size, progress)
         if vectors.shape[0] == 0:
@@ -40,13 +43,25 @@ class Encoder(OnnxTextModel):
         return f"Encoder({self.name!r}, dim={self.dim}, {self.info.describe()})"
 
 
-def load_encoder(name: str | os.PathLike | None = None, device: str = "auto", precision: str = "auto",
-                 *, threads: int | None = None, max_length: int | None = None,
-                 progress: Callable[[str], None] | None = None) -> Encoder:
+def load_encoder(
+    name: str | os.PathLike | None = None,
+    device: str = "auto",
+    precision: str = "auto",
+    *,
+    threads: int | None = None,
+    max_length: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Encoder:
     """Load an encoder by name or folder (default ``minilm``, built from pip weights if missing).
 
     ``precision``: ``auto`` (int8 on CPU, fp16 on CUDA), ``fp32``, ``int8`` or ``fp16``.
     Raises ``ModelNotFoundError`` / ``ModelLoadError`` with a message saying how to fix it.
     """
-    return Encoder(name or DEFAULT_ENCODER, device=device, precision=precision, threads=threads,
-                   max_length=max_length, progress=progress)
+    return Encoder(
+        name or DEFAULT_ENCODER,
+        device=device,
+        precision=precision,
+        threads=threads,
+        max_length=max_length,
+        progress=progress,
+    )

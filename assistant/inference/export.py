@@ -127,7 +127,7 @@ def _dummy_ids(model, batch: int = 2, length: int = 6, seed: int = 0):
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(5, max(6, vocab), (batch, length), generator=gen)
     mask = torch.ones_like(ids)
-    mask[1:, length // 2:] = 0  # one padded row: the mask path must be traced
+    mask[1:, length // 2 :] = 0  # one padded row: the mask path must be traced
     return ids, mask
 
 
@@ -141,7 +141,14 @@ def _export_onnx(model, kind: str, pooling: str | None, path: Path, use_types: b
     import torch
 
     # the top-most Hugging Face model (the model itself, or e.g. ``wrapper.encoder``)
-    hf = next((m for m in model.modules() if hasattr(m, "set_attn_implementation") and hasattr(m, "config")), None)
+    hf = next(
+        (
+            m
+            for m in model.modules()
+            if hasattr(m, "set_attn_implementation") and hasattr(m, "config")
+        ),
+        None,
+    )
     wrapper = _wrap(model, kind, pooling, use_types)
     ids, mask = _dummy_ids(model)
     names = ["input_ids", "attention_mask"]
@@ -156,8 +163,15 @@ def _export_onnx(model, kind: str, pooling: str | None, path: Path, use_types: b
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                wrapper, args, str(path), input_names=names, output_names=[output],
-                dynamic_axes=axes, opset_version=OPSET, do_constant_folding=True, dynamo=False,
+                wrapper,
+                args,
+                str(path),
+                input_names=names,
+                output_names=[output],
+                dynamic_axes=axes,
+                opset_version=OPSET,
+                do_constant_folding=True,
+                dynamo=False,
             )
     guards = strip_nan_guards(path)
     log.debug("export: classic attention %s, %d NaN guards removed", classic, guards)
@@ -184,11 +198,16 @@ def _paired_outputs(path_a: Path, path_b: Path, model, names: list[str]):
     import numpy as np
     import onnxruntime as ort
 
-    sessions = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]) for p in (path_a, path_b)]
+    sessions = [
+        ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]) for p in (path_a, path_b)
+    ]
     for seed, (batch, length) in enumerate([(3, 17), (2, 64)]):
         ids, mask = _dummy_ids(model, batch, length, seed)
-        feed = {"input_ids": ids.numpy(), "attention_mask": mask.numpy(),
-                "token_type_ids": np.zeros_like(ids.numpy())}
+        feed = {
+            "input_ids": ids.numpy(),
+            "attention_mask": mask.numpy(),
+            "token_type_ids": np.zeros_like(ids.numpy()),
+        }
         feed = {k: v for k, v in feed.items() if k in names}
         yield tuple(s.run(None, feed)[0] for s in sessions)
 
@@ -223,7 +242,10 @@ def quantize_int8(fp32_path: Path, int8_path: Path, per_channel: bool = True) ->
     root.addFilter(quiet)
     try:
         quantize_dynamic(
-            str(fp32_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=per_channel,
+            str(fp32_path),
+            str(int8_path),
+            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
             op_types_to_quantize=["MatMul", "Attention"],
             extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT},
         )
@@ -283,10 +305,16 @@ def export_transformer(
         raise ValueError("a classifier needs its labels (in output order)")
     if max_length < 8:
         raise ValueError(f"max_length must be >= 8, got {max_length}")
-    model_limit = int(getattr(getattr(torch_model, "config", None), "max_position_embeddings", 0) or 0)
+    model_limit = int(
+        getattr(getattr(torch_model, "config", None), "max_position_embeddings", 0) or 0
+    )
     if model_limit:
         # RoBERTa-style models offset positions by pad_token_id + 1
-        offset = 2 if getattr(torch_model.config, "model_type", "") in ("roberta", "xlm-roberta", "mpnet") else 0
+        offset = (
+            2
+            if getattr(torch_model.config, "model_type", "") in ("roberta", "xlm-roberta", "mpnet")
+            else 0
+        )
         max_length = min(max_length, model_limit - offset)
 
     out_dir = Path(out_dir)
@@ -299,8 +327,13 @@ def export_transformer(
         _export_onnx(torch_model, kind, pooling, raw, use_types)
         inputs = ["input_ids", "attention_mask"] + (["token_type_ids"] if use_types else [])
         with quiet_logs():
-            fused = fuse_graph(raw, fp32, torch_model,
-                               lambda a, b: _max_difference(a, b, torch_model, inputs)) if optimize else None
+            fused = (
+                fuse_graph(
+                    raw, fp32, torch_model, lambda a, b: _max_difference(a, b, torch_model, inputs)
+                )
+                if optimize
+                else None
+            )
         optimized = fused is not None
         if not optimized:
             os.replace(raw, fp32)
@@ -314,7 +347,11 @@ def export_transformer(
             error = _int8_error(fp32, tmp / INT8_FILE, torch_model, inputs, kind)
             limit = 0.1 if kind == "encoder" else 0.5
             if error > limit:
-                log.warning("int8 model rejected: error %.3g vs fp32 (limit %.2g); shipping fp32 only", error, limit)
+                log.warning(
+                    "int8 model rejected: error %.3g vs fp32 (limit %.2g); shipping fp32 only",
+                    error,
+                    limit,
+                )
                 (tmp / INT8_FILE).unlink()
                 extra = {**(extra or {}), "int8_rejected": f"error {error:.3g} vs fp32 > {limit}"}
             else:
@@ -345,7 +382,7 @@ def export_transformer(
             "optimized": optimized,
             "fused_ops": fused if optimized else {},
             "source": source,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         }
         manifest.update(extra or {})
         write_manifest(tmp, manifest)

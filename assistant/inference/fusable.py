@@ -21,8 +21,8 @@ import contextlib
 import logging
 import math
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,9 @@ CLASSIC = "cite_assist_classic"  # name registered with transformers' AttentionI
 MASK_FILL = -10000.0  # the value onnxruntime's Attention op itself uses for masked keys
 
 
-def _classic_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **_):
+def _classic_attention_forward(
+    module, query, key, value, attention_mask, scaling=None, dropout=0.0, **_
+):
     """``softmax(QK^T / sqrt(d) + mask) V`` written the way the ORT BERT fusion expects."""
     import torch
 
@@ -46,7 +48,9 @@ def _classic_attention_forward(module, query, key, value, attention_mask, scalin
     return out, probs
 
 
-def _classic_masks(self, attention_mask, encoder_attention_mask, embedding_output, *_args, **_kwargs):
+def _classic_masks(
+    self, attention_mask, encoder_attention_mask, embedding_output, *_args, **_kwargs
+):
     """Additive ``[B, 1, 1, L]`` key-padding mask (replaces ``_create_attention_masks``)."""
     if attention_mask is not None:
         ext = attention_mask.unsqueeze(1).unsqueeze(2).to(embedding_output.dtype)
@@ -74,7 +78,11 @@ def classic_attention(model):
     """
     hf = _hf_model(model)
     config = getattr(hf, "config", None)
-    if hf is None or getattr(config, "is_decoder", False) or not hasattr(hf, "set_attn_implementation"):
+    if (
+        hf is None
+        or getattr(config, "is_decoder", False)
+        or not hasattr(hf, "set_attn_implementation")
+    ):
         yield False
         return
     from transformers import AttentionInterface
@@ -137,7 +145,9 @@ def strip_nan_guards(path: Path) -> int:
     return len(removed)
 
 
-def optimize_graph(src: Path, dst: Path, model, approximate_gelu: bool = True) -> dict[str, int] | None:
+def optimize_graph(
+    src: Path, dst: Path, model, approximate_gelu: bool = True
+) -> dict[str, int] | None:
     """Fuse attention/GELU/embeddings with onnxruntime's transformer optimizer (BERT-like only).
 
     Two choices measured on the 2-core CPU (models/BENCHMARKS.md, encode, session 4):
@@ -158,8 +168,13 @@ def optimize_graph(src: Path, dst: Path, model, approximate_gelu: bool = True) -
         options = FusionOptions("bert")
         options.enable_skip_layer_norm = False
         options.enable_gelu_approximation = approximate_gelu
-        opt = optimize_model(str(src), model_type="bert", num_heads=int(cfg.num_attention_heads),
-                             hidden_size=int(cfg.hidden_size), optimization_options=options)
+        opt = optimize_model(
+            str(src),
+            model_type="bert",
+            num_heads=int(cfg.num_attention_heads),
+            hidden_size=int(cfg.hidden_size),
+            optimization_options=options,
+        )
         opt.save_model_to_file(str(dst))
         fused = {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
         log.debug("fused operators: %s", fused)
@@ -169,8 +184,13 @@ def optimize_graph(src: Path, dst: Path, model, approximate_gelu: bool = True) -
         return None
 
 
-def fuse_graph(raw: Path, fused_path: Path, model, difference: Callable[[Path, Path], float],
-               tolerance: float = 1e-3) -> dict[str, int] | None:
+def fuse_graph(
+    raw: Path,
+    fused_path: Path,
+    model,
+    difference: Callable[[Path, Path], float],
+    tolerance: float = 1e-3,
+) -> dict[str, int] | None:
     """Write the fused graph of ``raw`` to ``fused_path`` if it reproduces the export; else None.
 
     ``difference(raw, fused_path)`` is the largest output difference on test batches. The GELU
@@ -184,6 +204,8 @@ def fuse_graph(raw: Path, fused_path: Path, model, difference: Callable[[Path, P
         diff = difference(raw, fused_path)
         if diff <= tolerance:
             return fused
-        log.info("fused graph (GELU approximation %s) differs from the export by %.2g", approximate, diff)
+        log.info(
+            "fused graph (GELU approximation %s) differs from the export by %.2g", approximate, diff
+        )
     log.warning("fused graph differs from the export: keeping the plain graph")
     return None

@@ -30,7 +30,9 @@ _NUM_BRACKET = re.compile(r"\[\s*\d{1,4}[a-z]?(?:\s*(?:[-\u2013,;]|and)\s*\d{1,4
 _NUM_PAREN = re.compile(r"\(\s*\d{1,3}(?:\s*[-\u2013,;]\s*\d{1,3})*\s*\)")
 # "(Smith et al., 2020; Lee 2019a)" / "(2012)": a parenthesis holding a year, no nested parens
 _YEAR_PAREN = re.compile(r"\((?=[^()]{0,300}\b(?:1[89]\d{2}|20\d{2})[a-z]?\b)[^()]{0,300}\)")
-_AUTHOR_BRACKET = re.compile(r"\[(?=[^\[\]]{0,200}\b(?:1[89]\d{2}|20\d{2})[a-z]?\b)[^\[\]]{0,200}\]")
+_AUTHOR_BRACKET = re.compile(
+    r"\[(?=[^\[\]]{0,200}\b(?:1[89]\d{2}|20\d{2})[a-z]?\b)[^\[\]]{0,200}\]"
+)
 _REPEATED = re.compile(rf"{CITATION_TOKEN}(?:[\s,;]*{CITATION_TOKEN})+")
 _SPACES = re.compile(r"\s+")
 
@@ -53,8 +55,11 @@ class IntentPrediction:
     probs: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"label": self.label, "confidence": round(self.confidence, 4),
-                "probs": {k: round(v, 4) for k, v in self.probs.items()}}
+        return {
+            "label": self.label,
+            "confidence": round(self.confidence, 4),
+            "probs": {k: round(v, 4) for k, v in self.probs.items()},
+        }
 
 
 def shipped_model_dir(name: str = DEFAULT_MODEL) -> Path:
@@ -91,7 +96,9 @@ def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarr
 class IntentClassifier:
     """Batch citation-intent classifier over an ONNX model folder (calibrated probabilities)."""
 
-    def __init__(self, model: str | Path | None = None, device: str = "cpu", precision: str = "auto"):
+    def __init__(
+        self, model: str | Path | None = None, device: str = "cpu", precision: str = "auto"
+    ):
         from assistant.inference.classifier import load_classifier
 
         self.model_dir = resolve_model_dir(model)
@@ -99,13 +106,19 @@ class IntentClassifier:
         self.manifest = manifest
         self.temperature = float(manifest.get("temperature", 1.0) or 1.0)
         #: per-class logit offsets tuned on dev for macro-F1 (zeros when absent)
-        self.logit_bias = np.asarray(manifest.get("logit_bias") or [0.0] * len(manifest.get("labels") or []),
-                                     dtype=np.float64)
+        self.logit_bias = np.asarray(
+            manifest.get("logit_bias") or [0.0] * len(manifest.get("labels") or []),
+            dtype=np.float64,
+        )
         self.normalize = manifest.get("normalization", "citation-marker-v1") != "none"
         self._clf = load_classifier(self.model_dir, device=device, precision=precision)
         self.labels: list[str] = list(self._clf.labels)
         self.name = str(manifest.get("name", self.model_dir.name))
-        sha = (manifest.get("files") or {}).get("int8") or (manifest.get("files") or {}).get("fp32") or ""
+        sha = (
+            (manifest.get("files") or {}).get("int8")
+            or (manifest.get("files") or {}).get("fp32")
+            or ""
+        )
         #: identifies the exact weights (stored with the library's citation labels)
         self.version = f"{self.name}@{sha[:12] or manifest.get('created', '')}"
 
@@ -117,16 +130,22 @@ class IntentClassifier:
         """Calibrated (n, C) probabilities; empty/blank texts get the class prior of the model."""
         if isinstance(texts, str):
             raise TypeError("classify() takes a list of texts, not a single string")
-        prepared = [normalize_context(t) if self.normalize else (t or "").strip()[:MAX_CHARS] for t in texts]
+        prepared = [
+            normalize_context(t) if self.normalize else (t or "").strip()[:MAX_CHARS] for t in texts
+        ]
         out = np.zeros((len(prepared), len(self.labels)), dtype=np.float32)
         real = [i for i, t in enumerate(prepared) if t]
         if real:
             logits = self._clf.predict_logits([prepared[i] for i in real], batch_size=batch_size)
             bias = self.logit_bias if self.logit_bias.shape == (logits.shape[1],) else 0.0
-            out[real] = softmax_with_temperature(np.asarray(logits, dtype=np.float64) + bias, self.temperature)
+            out[real] = softmax_with_temperature(
+                np.asarray(logits, dtype=np.float64) + bias, self.temperature
+            )
         blank = [i for i, t in enumerate(prepared) if not t]
         if blank:
-            prior = np.asarray(self.manifest.get("class_prior") or [1.0] * len(self.labels), dtype=np.float32)
+            prior = np.asarray(
+                self.manifest.get("class_prior") or [1.0] * len(self.labels), dtype=np.float32
+            )
             out[blank] = prior / prior.sum()
         return out
 
@@ -138,10 +157,13 @@ class IntentClassifier:
         preds = []
         for row in probs:
             best = int(np.argmax(row))
-            preds.append(IntentPrediction(
-                label=self.labels[best], confidence=float(row[best]),
-                probs={lab: float(p) for lab, p in zip(self.labels, row)},
-            ))
+            preds.append(
+                IntentPrediction(
+                    label=self.labels[best],
+                    confidence=float(row[best]),
+                    probs={lab: float(p) for lab, p in zip(self.labels, row)},
+                )
+            )
         return preds
 
 

@@ -10,17 +10,37 @@ import click
 
 @click.command("intent")
 @click.argument("sentences", nargs=-1)
-@click.option("--file", "in_file", type=click.File("rb"), default=None,
-              help="Classify one context per line of this file ('-' for stdin).")
+@click.option(
+    "--file",
+    "in_file",
+    type=click.File("rb"),
+    default=None,
+    help="Classify one context per line of this file ('-' for stdin).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per input).")
-@click.option("--model", default=None, help="Model folder or name (default: the shipped intent-minilm).")
-@click.option("--label-library", is_flag=True,
-              help="Classify the extracted citation contexts of the library (--db) instead.")
+@click.option(
+    "--model", default=None, help="Model folder or name (default: the shipped intent-minilm)."
+)
+@click.option(
+    "--label-library",
+    is_flag=True,
+    help="Classify the extracted citation contexts of the library (--db) instead.",
+)
 @click.option("--force", is_flag=True, help="With --label-library: relabel every citation.")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None, help="Library database file.")
+@click.option(
+    "--db", "db_path", type=click.Path(dir_okay=False), default=None, help="Library database file."
+)
 @click.pass_context
-def intent(ctx: click.Context, sentences: tuple[str, ...], in_file, as_json: bool, model: str | None,
-           label_library: bool, force: bool, db_path: str | None) -> None:
+def intent(
+    ctx: click.Context,
+    sentences: tuple[str, ...],
+    in_file,
+    as_json: bool,
+    model: str | None,
+    label_library: bool,
+    force: bool,
+    db_path: str | None,
+) -> None:
     """Citation intent (background / method / result) of each SENTENCE, with probabilities."""
     from assistant.inference.intent import IntentClassifier, load_intent_classifier
 
@@ -38,7 +58,9 @@ def intent(ctx: click.Context, sentences: tuple[str, ...], in_file, as_json: boo
         try:
             content, fmt = decode_text(in_file.read())
         except BinaryFileError as exc:
-            raise click.BadParameter(f"{in_file.name}: {exc}; expected one context per line", param_hint="--file")
+            raise click.BadParameter(
+                f"{in_file.name}: {exc}; expected one context per line", param_hint="--file"
+            ) from None
         if not fmt.is_utf:
             click.echo(f"warning: {in_file.name} is not UTF-8; read as {fmt.encoding}", err=True)
         texts += [line for line in content.split("\n") if line.strip()]
@@ -46,11 +68,16 @@ def intent(ctx: click.Context, sentences: tuple[str, ...], in_file, as_json: boo
         raise click.UsageError("give a SENTENCE, --file FILE or --label-library")
     for i, text in enumerate(texts, 1):
         if not text.strip():
-            click.echo(f"warning: input {i} is empty: it gets the model's class prior, not a prediction", err=True)
+            click.echo(
+                f"warning: input {i} is empty: it gets the model's class prior, not a prediction",
+                err=True,
+            )
     preds = clf.classify(texts)
     if as_json:
         out = [{"text": t, **p.to_dict(), "model": clf.version} for t, p in zip(texts, preds)]
-        click.echo(json.dumps(out[0] if len(out) == 1 and sentences else out, ensure_ascii=False, indent=2))
+        click.echo(
+            json.dumps(out[0] if len(out) == 1 and sentences else out, ensure_ascii=False, indent=2)
+        )
         return
     for text, pred in zip(texts, preds):
         probs = "  ".join(f"{k} {v:.2f}" for k, v in pred.probs.items())
@@ -58,7 +85,9 @@ def intent(ctx: click.Context, sentences: tuple[str, ...], in_file, as_json: boo
         click.echo(f"{pred.label:<10} {pred.confidence:.2f}  [{probs}]  {short}")
 
 
-def _label_library(ctx: click.Context, clf, force: bool, db_path: str | None, as_json: bool) -> None:
+def _label_library(
+    ctx: click.Context, clf, force: bool, db_path: str | None, as_json: bool
+) -> None:
     from dataclasses import asdict
 
     from assistant.cli import resolve_db_path
@@ -69,6 +98,7 @@ def _label_library(ctx: click.Context, clf, force: bool, db_path: str | None, as
     if not path.exists():
         raise click.ClickException(f"library {path} does not exist")
     with Library(path) as library:
+
         def progress(done: int, total: int) -> None:
             if not as_json:
                 click.echo(f"\r{done}/{total} citations", nl=False, err=True)
@@ -79,7 +109,9 @@ def _label_library(ctx: click.Context, clf, force: bool, db_path: str | None, as
     if as_json:
         click.echo(json.dumps(asdict(report), indent=2))
     else:
-        click.echo(f"labelled {report.labelled} citation(s) with {report.model}"
-                   + (" (all relabelled)" if report.relabelled_all else "")
-                   + (f"; {report.skipped_empty} without context" if report.skipped_empty else ""),
-                   file=sys.stdout)
+        click.echo(
+            f"labelled {report.labelled} citation(s) with {report.model}"
+            + (" (all relabelled)" if report.relabelled_all else "")
+            + (f"; {report.skipped_empty} without context" if report.skipped_empty else ""),
+            file=sys.stdout,
+        )

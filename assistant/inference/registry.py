@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from assistant import config
 from assistant.inference.export import MANIFEST, TOKENIZER_FILE, sha256_file
@@ -46,14 +46,16 @@ class ModelManifest:
     path: Path
     pooling: str | None = None
     labels: list[str] | None = None
-    inputs: list[str] = field(default_factory=lambda: ["input_ids", "attention_mask", "token_type_ids"])
+    inputs: list[str] = field(
+        default_factory=lambda: ["input_ids", "attention_mask", "token_type_ids"]
+    )
     pad_token_id: int = 0
     source: str = ""
     created: str = ""
     raw: dict = field(default_factory=dict)
 
     @classmethod
-    def load(cls, model_dir: Path | str) -> "ModelManifest":
+    def load(cls, model_dir: Path | str) -> ModelManifest:
         model_dir = Path(model_dir)
         path = model_dir / MANIFEST
         if not path.is_file():
@@ -97,8 +99,11 @@ def verify_file(manifest: ModelManifest, precision: str) -> Path:
 
     path = manifest.file_for(precision)
     rebuildable = manifest.path.name in BUILDERS
-    hint = (f"rebuild it with `assistant models build {manifest.path.name} --force`" if rebuildable
-            else "re-import or re-export it")
+    hint = (
+        f"rebuild it with `assistant models build {manifest.path.name} --force`"
+        if rebuildable
+        else "re-import or re-export it"
+    )
     if not path.is_file():
         raise ModelCorruptedError(f"{path} is missing; {hint}", manifest.path, rebuildable)
     expected = manifest.files.get(precision)
@@ -111,7 +116,9 @@ def verify_file(manifest: ModelManifest, precision: str) -> Path:
         if actual != expected:
             raise ModelCorruptedError(
                 f"{path} is corrupted (sha256 {actual[:12]}... != manifest {expected[:12]}...); {hint}",
-                manifest.path, rebuildable)
+                manifest.path,
+                rebuildable,
+            )
         _VERIFIED[key] = expected
     return path
 
@@ -135,8 +142,11 @@ def find_model_dir(name_or_path: str | os.PathLike) -> Path | None:
     return None
 
 
-def resolve_model_dir(name_or_path: str | os.PathLike | None = None, build_missing: bool = True,
-                      progress: Progress | None = None) -> Path:
+def resolve_model_dir(
+    name_or_path: str | os.PathLike | None = None,
+    build_missing: bool = True,
+    progress: Progress | None = None,
+) -> Path:
     """Resolve a model name/path to its folder, building buildable models when missing."""
     from assistant.inference.build import BUILDERS, build_model
 
@@ -147,11 +157,15 @@ def resolve_model_dir(name_or_path: str | os.PathLike | None = None, build_missi
     if build_missing and name in BUILDERS:
         return build_model(name, progress=progress)
     where = ", ".join(str(d) for d in search_dirs())
-    hint = (f"run `assistant models build {name}`" if name in BUILDERS
-            else "build one with `assistant models build`, or import a Hugging Face folder with "
-                 "`assistant models import DIR --name NAME`")
-    raise ModelNotFoundError(f"model {name!r} not found (looked for a folder with {MANIFEST} in "
-                             f"{where}); {hint}")
+    hint = (
+        f"run `assistant models build {name}`"
+        if name in BUILDERS
+        else "build one with `assistant models build`, or import a Hugging Face folder with "
+        "`assistant models import DIR --name NAME`"
+    )
+    raise ModelNotFoundError(
+        f"model {name!r} not found (looked for a folder with {MANIFEST} in {where}); {hint}"
+    )
 
 
 def load_tokenizer(manifest: ModelManifest, max_length: int | None = None):
@@ -175,7 +189,11 @@ def list_models() -> list[ModelManifest]:
         if not root.is_dir():
             continue
         for folder in sorted(root.iterdir()):
-            if folder.name.startswith(".") or folder.name in seen or not (folder / MANIFEST).is_file():
+            if (
+                folder.name.startswith(".")
+                or folder.name in seen
+                or not (folder / MANIFEST).is_file()
+            ):
                 continue
             try:
                 out.append(ModelManifest.load(folder))

@@ -129,8 +129,9 @@ def create_session(
         # no busy-waiting between calls: a GUI app must not burn a core while idle
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        session = ort.InferenceSession(str(path), sess_options=opts, providers=providers,
-                                       disabled_optimizers=disabled)
+        session = ort.InferenceSession(
+            str(path), sess_options=opts, providers=providers, disabled_optimizers=disabled
+        )
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf/... types
         raise ModelLoadError(
             f"cannot load ONNX model {path}: {exc.__class__.__name__}: {str(exc).strip()[:300]}\n"
@@ -168,12 +169,24 @@ def fp16_variant(fp32_path: Path) -> tuple[Path, str | None]:
         half = convert_float_to_float16(
             model,
             keep_io_types=True,
-            op_block_list=["LayerNormalization", "SkipLayerNormalization", "Softmax",
-                           "ReduceMean", "ReduceSum", "ReduceL2", "Div", "Sqrt", "Pow"],
+            op_block_list=[
+                "LayerNormalization",
+                "SkipLayerNormalization",
+                "Softmax",
+                "ReduceMean",
+                "ReduceSum",
+                "ReduceL2",
+                "Div",
+                "Sqrt",
+                "Pow",
+            ],
         )
         tmp = out.with_suffix(".tmp")
         onnx.save(half, str(tmp))
         os.replace(tmp, out)
         return out, None
     except Exception as exc:  # pragma: no cover - GPU path, not testable on CPU-only CI
-        return fp32_path, f"fp16 conversion failed ({exc.__class__.__name__}: {exc}); running fp32 on GPU"
+        return (
+            fp32_path,
+            f"fp16 conversion failed ({exc.__class__.__name__}: {exc}); running fp32 on GPU",
+        )

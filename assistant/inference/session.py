@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -51,12 +51,20 @@ class OnnxTextModel:
 
     kind = ""
 
-    def __init__(self, name_or_path: str | os.PathLike | None = None, device: str = "auto",
-                 precision: str = "auto", threads: int | None = None, max_length: int | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        name_or_path: str | os.PathLike | None = None,
+        device: str = "auto",
+        precision: str = "auto",
+        threads: int | None = None,
+        max_length: int | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
         self.manifest = ModelManifest.load(resolve_model_dir(name_or_path, progress=progress))
         if self.kind and self.manifest.kind != self.kind:
-            raise ValueError(f"{self.manifest.path} is a {self.manifest.kind} model, not a {self.kind}")
+            raise ValueError(
+                f"{self.manifest.path} is a {self.manifest.kind} model, not a {self.kind}"
+            )
         self.max_length = int(min(max_length or self.manifest.max_length, self.manifest.max_length))
         path, used, notes = choose_file(self.manifest, device, precision)
         self.session, info = create_session(path, used, threads)
@@ -96,7 +104,7 @@ class OnnxTextModel:
         for idx, batch in self._batches(encodings, max(1, int(batch_size))):
             result = self.session.run(None, self._feed(batch))[0]
             if out is None:
-                out = np.empty((total,) + result.shape[1:], dtype=np.float32)
+                out = np.empty((total, *result.shape[1:]), dtype=np.float32)
             out[idx] = result
             done += len(idx)
             if progress is not None:
@@ -110,7 +118,7 @@ class OnnxTextModel:
     def _batches(encodings: list, batch_size: int) -> Iterator[tuple[np.ndarray, list]]:
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             yield idx, [encodings[i] for i in idx]
 
 

@@ -69,7 +69,9 @@ def documents_from_db(db_path: Path | str, n: int) -> list[str]:
         library.close()
 
 
-def sample_documents(n: int, db_path: Path | str | None = None, archive: Path | str | None = None) -> list[str]:
+def sample_documents(
+    n: int, db_path: Path | str | None = None, archive: Path | str | None = None
+) -> list[str]:
     """``n`` real documents: from ``db_path`` if it has enough, else from the ACM-DL archive, else
     as many as the bundled sample library has (``resources/sample/library.bib``)."""
     from assistant.config import REPO_ROOT, RESOURCES_DIR
@@ -85,6 +87,8 @@ def sample_documents(n: int, db_path: Path | str | None = None, archive: Path | 
     sample = RESOURCES_DIR / "sample" / "library.bib"
     texts = documents_from_bibtex(sample, n) if sample.is_file() else []
     if not texts:
-        raise FileNotFoundError(f"no documents: {db_path or 'no --db'} has too few abstracts, "
-                                f"{archive} is missing and so is the bundled {sample}")
+        raise FileNotFoundError(
+            f"no documents: {db_path or 'no --db'} has too few abstracts, "
+            f"{archive} is missing and so is the bundled {sample}"
+        )
     return texts

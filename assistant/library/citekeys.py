@@ -9,15 +9,53 @@ machine keys such as ACM's DOIs (``10.1145/...``) are replaced by generated ones
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from itertools import count
-from typing import Callable
 
 from assistant.library.normalize import ascii_fold
 
 _VALID_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_:.+\-]{0,79}$")
 _STOPWORDS = frozenset(
-    "a an the on of in for to and with from by at as is are be or do does how what when why which "
-    "towards toward using via into its their our your this that these those".split()
+    [
+        "a",
+        "an",
+        "the",
+        "on",
+        "of",
+        "in",
+        "for",
+        "to",
+        "and",
+        "with",
+        "from",
+        "by",
+        "at",
+        "as",
+        "is",
+        "are",
+        "be",
+        "or",
+        "do",
+        "does",
+        "how",
+        "what",
+        "when",
+        "why",
+        "which",
+        "towards",
+        "toward",
+        "using",
+        "via",
+        "into",
+        "its",
+        "their",
+        "our",
+        "your",
+        "this",
+        "that",
+        "these",
+        "those",
+    ]
 )
 _WORD = re.compile(r"[A-Za-z0-9]+")
 

@@ -10,8 +10,13 @@ import click
 
 from assistant.cli import resolve_db_path
 
-db_option = click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
-                         help="Library database file (overrides the global --db / $ASSISTANT_DB).")
+db_option = click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Library database file (overrides the global --db / $ASSISTANT_DB).",
+)
 
 
 def _open(ctx: click.Context, db: str | None):
@@ -36,11 +41,15 @@ class _ProgressPrinter:
 
     def __call__(self, p) -> None:
         now = time.monotonic()
-        if self.quiet or (now - self.last < (0.5 if self.tty else 5.0) and p.files_done < p.files_total):
+        if self.quiet or (
+            now - self.last < (0.5 if self.tty else 5.0) and p.files_done < p.files_total
+        ):
             return
         self.last = now
-        line = (f"[{p.fraction:6.1%}] files {p.files_done}/{p.files_total}  records {p.records}  "
-                f"{p.rate:,.0f} rec/s  ETA {_fmt_eta(p.eta_s)}")
+        line = (
+            f"[{p.fraction:6.1%}] files {p.files_done}/{p.files_total}  records {p.records}  "
+            f"{p.rate:,.0f} rec/s  ETA {_fmt_eta(p.eta_s)}"
+        )
         click.echo(("\r" + line) if self.tty else line, err=True, nl=not self.tty)
 
 
@@ -52,7 +61,9 @@ def library() -> None:
 @library.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @db_option
-@click.option("--workers", type=int, default=None, help="Parser processes (default: up to 2 for many files).")
+@click.option(
+    "--workers", type=int, default=None, help="Parser processes (default: up to 2 for many files)."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
@@ -72,17 +83,25 @@ def import_cmd(ctx, paths, db, workers, quiet, as_json):
     for issue in report.issues:
         click.echo(str(issue), err=True)
     summary = {
-        "files": report.files, "added": report.added, "merged": report.merged, "unchanged": report.unchanged,
-        "skipped": report.skipped, "skipped_by_reason": report.skipped_by_reason,
-        "issues": len(report.issues), "papers_in_library": count,
-        "elapsed_s": round(report.elapsed_s, 2), "cpu_s": round(report.cpu_s, 2),
+        "files": report.files,
+        "added": report.added,
+        "merged": report.merged,
+        "unchanged": report.unchanged,
+        "skipped": report.skipped,
+        "skipped_by_reason": report.skipped_by_reason,
+        "issues": len(report.issues),
+        "papers_in_library": count,
+        "elapsed_s": round(report.elapsed_s, 2),
+        "cpu_s": round(report.cpu_s, 2),
     }
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
-        click.echo(f"{report.files} files: {report.added} added, {report.merged} merged, "
-                   f"{report.unchanged} unchanged, {report.skipped} skipped, {len(report.issues)} issues "
-                   f"in {report.elapsed_s:.1f}s (CPU {report.cpu_s:.1f}s); library has {count} papers")
+        click.echo(
+            f"{report.files} files: {report.added} added, {report.merged} merged, "
+            f"{report.unchanged} unchanged, {report.skipped} skipped, {len(report.issues)} issues "
+            f"in {report.elapsed_s:.1f}s (CPU {report.cpu_s:.1f}s); library has {count} papers"
+        )
     if report.records == 0 and any(i.severity == "error" for i in report.issues):
         ctx.exit(1)  # nothing could be imported
 
@@ -101,10 +120,14 @@ def stats_cmd(ctx, db, as_json):
     if as_json:
         click.echo(json.dumps(stats, indent=2))
         return
-    click.echo(f"library: {stats['path']} (schema v{stats['schema_version']}, "
-               f"{stats['db_size_bytes'] / 1e6:.1f} MB)")
-    click.echo(f"papers: {stats['papers']}  (with abstract {stats['with_abstract']}, with DOI {stats['with_doi']}, "
-               f"with PDF {stats['with_pdf']})  records: {stats['records']}  citations: {stats['citations']}")
+    click.echo(
+        f"library: {stats['path']} (schema v{stats['schema_version']}, "
+        f"{stats['db_size_bytes'] / 1e6:.1f} MB)"
+    )
+    click.echo(
+        f"papers: {stats['papers']}  (with abstract {stats['with_abstract']}, with DOI {stats['with_doi']}, "
+        f"with PDF {stats['with_pdf']})  records: {stats['records']}  citations: {stats['citations']}"
+    )
     for etype, n in stats["by_entry_type"].items():
         click.echo(f"  {etype:<15} {n}")
 
@@ -123,8 +146,23 @@ def search_cmd(ctx, query, db, limit, as_json):
     finally:
         lib.close()
     if as_json:
-        click.echo(json.dumps([{"id": p.id, "citekey": p.citekey, "title": p.title, "year": p.year,
-                                "authors": p.authors, "doi": p.doi, "venue": p.venue} for p in papers], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": p.id,
+                        "citekey": p.citekey,
+                        "title": p.title,
+                        "year": p.year,
+                        "authors": p.authors,
+                        "doi": p.doi,
+                        "venue": p.venue,
+                    }
+                    for p in papers
+                ],
+                indent=2,
+            )
+        )
         return
     for p in papers:
         who = p.first_author_lastname + (" et al." if len(p.authors) > 1 else "")
@@ -134,11 +172,21 @@ def search_cmd(ctx, query, db, limit, as_json):
 
 
 @library.command("export")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
-              help="Output .bib file ('-' for stdout).")
-@click.option("--keys", multiple=True, help="Citekeys to export (repeat or comma-separate); default: all.")
-@click.option("--allow-missing", is_flag=True,
-              help="Export the --keys that exist even when some are not in the library.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    required=True,
+    help="Output .bib file ('-' for stdout).",
+)
+@click.option(
+    "--keys", multiple=True, help="Citekeys to export (repeat or comma-separate); default: all."
+)
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Export the --keys that exist even when some are not in the library.",
+)
 @db_option
 @click.pass_context
 def export_cmd(ctx, output, keys, allow_missing, db):
@@ -152,9 +200,13 @@ def export_cmd(ctx, output, keys, allow_missing, db):
     finally:
         lib.close()
     for key in missing:
-        click.echo(f"{'warning' if allow_missing else 'error'}: no paper with citekey '{key}'", err=True)
+        click.echo(
+            f"{'warning' if allow_missing else 'error'}: no paper with citekey '{key}'", err=True
+        )
     if missing and not allow_missing:
-        click.echo(f"nothing written to {output} (use --allow-missing to export the others)", err=True)
+        click.echo(
+            f"nothing written to {output} (use --allow-missing to export the others)", err=True
+        )
         ctx.exit(1)
     click.echo(f"wrote {written} entries to {output}", err=True)
 
@@ -170,8 +222,13 @@ def show_cmd(ctx, key, db):
         paper = _find(lib, key)
         if paper is None:
             raise click.ClickException(f"no paper '{key}'")
-        click.echo(json.dumps({k: v for k, v in paper.__dict__.items() if k != "original_text"},
-                              indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {k: v for k, v in paper.__dict__.items() if k != "original_text"},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         for rec in lib.records(paper.id):
             click.echo(f"--- {rec['format']} record from {rec['source_file']}:{rec['line']}")
             click.echo(rec["text"])

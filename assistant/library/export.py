@@ -8,20 +8,62 @@ user keys on import).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import TextIO
 
 from assistant.library.models import Paper
 
-_MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
-_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}"}
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+}
 _TRANS = str.maketrans(_ESCAPES)
-_FIELD_ORDER = ("publisher", "address", "series", "volume", "number", "pages", "numpages", "articleno",
-                "month", "isbn", "issn", "location", "edition", "editor", "note", "organization", "school",
-                "institution", "howpublished", "issue_date")
-_SKIP_EXTRA = {"author", "title", "year", "journal", "booktitle", "doi", "url", "abstract", "keywords",
-               "eprint", "archiveprefix", "file", "crossref"}
+_FIELD_ORDER = (
+    "publisher",
+    "address",
+    "series",
+    "volume",
+    "number",
+    "pages",
+    "numpages",
+    "articleno",
+    "month",
+    "isbn",
+    "issn",
+    "location",
+    "edition",
+    "editor",
+    "note",
+    "organization",
+    "school",
+    "institution",
+    "howpublished",
+    "issue_date",
+)
+_SKIP_EXTRA = {
+    "author",
+    "title",
+    "year",
+    "journal",
+    "booktitle",
+    "doi",
+    "url",
+    "abstract",
+    "keywords",
+    "eprint",
+    "archiveprefix",
+    "file",
+    "crossref",
+}
 
 
 def escape(value: str) -> str:
@@ -48,7 +90,9 @@ def paper_to_bibtex(paper: Paper) -> str:
     elif paper.extra.get("year"):  # a year the importer could not read is kept as written
         fields.append(_field("year", str(paper.extra["year"])))
     if paper.venue:
-        fields.append(_field("journal" if paper.entry_type == "article" else "booktitle", paper.venue))
+        fields.append(
+            _field("journal" if paper.entry_type == "article" else "booktitle", paper.venue)
+        )
     extra = dict(paper.extra)
     for name in _FIELD_ORDER + tuple(sorted(k for k in extra if k not in _FIELD_ORDER)):
         value = extra.get(name)
@@ -88,8 +132,13 @@ def write_bibtex(papers: Iterable[Paper], out: TextIO) -> int:
     return n
 
 
-def export_bibtex(library, output: str | Path, citekeys: list[str] | None = None,
-                  ids: list[int] | None = None, allow_missing: bool = False) -> tuple[int, list[str]]:
+def export_bibtex(
+    library,
+    output: str | Path,
+    citekeys: list[str] | None = None,
+    ids: list[int] | None = None,
+    allow_missing: bool = False,
+) -> tuple[int, list[str]]:
     """Export the whole library, or the papers named by ``citekeys``/``ids``, to ``output``
     (``-`` = stdout). Returns ``(written, missing citekeys)``; the file is replaced atomically.
 

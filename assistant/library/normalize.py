@@ -12,31 +12,78 @@ import re
 import unicodedata
 
 _ACCENTS = {
-    "'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303", "=": "\u0304",
-    ".": "\u0307", "u": "\u0306", "v": "\u030c", "H": "\u030b", "c": "\u0327", "k": "\u0328",
-    "r": "\u030a", "d": "\u0323", "b": "\u0331",
+    "'": "\u0301",
+    "`": "\u0300",
+    "^": "\u0302",
+    '"': "\u0308",
+    "~": "\u0303",
+    "=": "\u0304",
+    ".": "\u0307",
+    "u": "\u0306",
+    "v": "\u030c",
+    "H": "\u030b",
+    "c": "\u0327",
+    "k": "\u0328",
+    "r": "\u030a",
+    "d": "\u0323",
+    "b": "\u0331",
 }
 _SYMBOLS = {
-    "i": "ı", "j": "ȷ", "o": "ø", "O": "Ø", "l": "ł", "L": "Ł", "ae": "æ", "AE": "Æ", "oe": "œ",
-    "OE": "Œ", "aa": "å", "AA": "Å", "ss": "ß", "dh": "ð", "DH": "Ð", "th": "þ", "TH": "Þ",
-    "texttimes": "×", "&": "&", "%": "%", "$": "$", "#": "#", "_": "_", "{": "{", "}": "}",
-    "textendash": "–", "textemdash": "—", "ldots": "…", "dots": "…", "textquoteright": "’",
-    "textquoteleft": "‘", "copyright": "©", "textregistered": "®", "texttrademark": "™",
+    "i": "ı",
+    "j": "ȷ",
+    "o": "ø",
+    "O": "Ø",
+    "l": "ł",
+    "L": "Ł",
+    "ae": "æ",
+    "AE": "Æ",
+    "oe": "œ",
+    "OE": "Œ",
+    "aa": "å",
+    "AA": "Å",
+    "ss": "ß",
+    "dh": "ð",
+    "DH": "Ð",
+    "th": "þ",
+    "TH": "Þ",
+    "texttimes": "×",
+    "&": "&",
+    "%": "%",
+    "$": "$",
+    "#": "#",
+    "_": "_",
+    "{": "{",
+    "}": "}",
+    "textendash": "–",
+    "textemdash": "—",
+    "ldots": "…",
+    "dots": "…",
+    "textquoteright": "’",
+    "textquoteleft": "‘",
+    "copyright": "©",
+    "textregistered": "®",
+    "texttrademark": "™",
 }
 # \'{e}  {\'e}  \'e  \'\i  \c{c}  \v s
 _ACCENT_RE = re.compile(
     r"\{?\\([`'^\"~=.])\s*(?:\{\\?([A-Za-z])\}|\\?([A-Za-z]))\}?"
     r"|\{?\\([uvHckrdb])(?:\{\\?([A-Za-z])\}|\s+\\?([A-Za-z]))\}?"
 )
-_SYMBOL_RE = re.compile(r"\{?\\(texttimes|textendash|textemdash|textquoteright|textquoteleft|ldots|dots|"
-                        r"copyright|textregistered|texttrademark|ae|AE|oe|OE|aa|AA|ss|dh|DH|th|TH|"
-                        r"[ijoOlL])(?![A-Za-z])(?:\{\})?\s?\}?|\\([&%$#_{}])")
+_SYMBOL_RE = re.compile(
+    r"\{?\\(texttimes|textendash|textemdash|textquoteright|textquoteleft|ldots|dots|"
+    r"copyright|textregistered|texttrademark|ae|AE|oe|OE|aa|AA|ss|dh|DH|th|TH|"
+    r"[ijoOlL])(?![A-Za-z])(?:\{\})?\s?\}?|\\([&%$#_{}])"
+)
 _TAG_RE = re.compile(r"</?([A-Za-z][\w:-]*);?(?:\s[^<>]*)?/?>")
-_BLOCK_TAGS = frozenset({"p", "br", "div", "li", "ul", "ol", "title", "sec", "jats:p", "jats:title", "jats:sec"})
+_BLOCK_TAGS = frozenset(
+    {"p", "br", "div", "li", "ul", "ol", "title", "sec", "jats:p", "jats:title", "jats:sec"}
+)
 _WS_RE = re.compile(r"\s+")
 _DOI_PREFIX_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.I)
 _DOI_RE = re.compile(r"10\.\d{1,9}(?:\.\d+)*/\S+")
-_ARXIV_RE = re.compile(r"(?:arxiv[:/ ]|abs/)\s*(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?", re.I)
+_ARXIV_RE = re.compile(
+    r"(?:arxiv[:/ ]|abs/)\s*(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?", re.I
+)
 
 _latex_converter = None
 
@@ -154,7 +201,7 @@ def _split_top_level(text: str, sep_re: re.Pattern) -> list[str]:
         return sep_re.split(text)
     parts, start = [], 0
     for match in sep_re.finditer(text):
-        head = text[start:match.start()]
+        head = text[start : match.start()]
         if head.count("{") == head.count("}"):
             parts.append(head)
             start = match.end()
@@ -163,7 +210,23 @@ def _split_top_level(text: str, sep_re: re.Pattern) -> list[str]:
 
 
 _AND_RE = re.compile(r"\s+and\s+", re.I)
-_NAME_PARTICLES = {"van", "von", "der", "den", "de", "del", "della", "di", "da", "du", "le", "la", "ten", "ter", "dos"}
+_NAME_PARTICLES = {
+    "van",
+    "von",
+    "der",
+    "den",
+    "de",
+    "del",
+    "della",
+    "di",
+    "da",
+    "du",
+    "le",
+    "la",
+    "ten",
+    "ter",
+    "dos",
+}
 
 
 def split_authors(value: str | None) -> list[str]:
@@ -178,10 +241,16 @@ def split_authors(value: str | None) -> list[str]:
         if raw.lower() == "others":
             names.append("others")
             continue
-        if raw.startswith("{") and raw.endswith("}") and raw[1:-1].count("{") == raw[1:-1].count("}"):
+        if (
+            raw.startswith("{")
+            and raw.endswith("}")
+            and raw[1:-1].count("{") == raw[1:-1].count("}")
+        ):
             names.append(clean_text(raw[1:-1]))  # {Barnes and Noble}: a corporate name, kept whole
             continue
-        names.append(format_name(clean_text(raw) if ("\\" in raw or "{" in raw or "&" in raw) else raw))
+        names.append(
+            format_name(clean_text(raw) if ("\\" in raw or "{" in raw or "&" in raw) else raw)
+        )
     return names
 
 
@@ -199,14 +268,36 @@ def format_name(name: str) -> str:
 
 
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
-_TRANSLIT = str.maketrans({"ß": "ss", "ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ł": "l",
-                           "Ł": "L", "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "Th", "ı": "i"})
+_TRANSLIT = str.maketrans(
+    {
+        "ß": "ss",
+        "ø": "o",
+        "Ø": "O",
+        "æ": "ae",
+        "Æ": "AE",
+        "œ": "oe",
+        "Œ": "OE",
+        "ł": "l",
+        "Ł": "L",
+        "đ": "d",
+        "Đ": "D",
+        "ð": "d",
+        "Ð": "D",
+        "þ": "th",
+        "Þ": "Th",
+        "ı": "i",
+    }
+)
 
 
 def ascii_fold(text: str) -> str:
     """Lower-case ASCII letters/digits only (accents removed): ``"Müller-Lüdenscheidt"`` → ``"mullerludenscheidt"``."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKD", text.translate(_TRANSLIT)).encode("ascii", "ignore").decode("ascii")
+        text = (
+            unicodedata.normalize("NFKD", text.translate(_TRANSLIT))
+            .encode("ascii", "ignore")
+            .decode("ascii")
+        )
     return _NON_ALNUM.sub("", text).lower()
 
 

@@ -21,28 +21,52 @@ from assistant.library.store import Library
 
 SEEDS = ("ictir-2020/3409256.3409820", "wsdm-2020/3336191.3371820", "sigir-2020/3397271.3401188")
 QUERIES = {
-    "unbiased learning to rank": 20, "counterfactual learning to rank": 18, "position bias clicks": 12,
-    "click model web search": 20, "interleaving online evaluation": 12, "online learning to rank": 18,
-    "propensity estimation examination": 8, "clickthrough data implicit feedback": 16,
-    "dueling bandit gradient descent": 6, "learning to rank listwise": 8, "off-policy evaluation ranking": 8,
-    "query performance prediction": 6, "neural ranking model ad-hoc retrieval": 10,
-    "BM25 probabilistic relevance": 6, "pseudo relevance feedback": 6, "evaluation metric user model": 8,
-    "ranked list truncation": 6, "personal search email": 6, "trust bias presentation bias": 6,
+    "unbiased learning to rank": 20,
+    "counterfactual learning to rank": 18,
+    "position bias clicks": 12,
+    "click model web search": 20,
+    "interleaving online evaluation": 12,
+    "online learning to rank": 18,
+    "propensity estimation examination": 8,
+    "clickthrough data implicit feedback": 16,
+    "dueling bandit gradient descent": 6,
+    "learning to rank listwise": 8,
+    "off-policy evaluation ranking": 8,
+    "query performance prediction": 6,
+    "neural ranking model ad-hoc retrieval": 10,
+    "BM25 probabilistic relevance": 6,
+    "pseudo relevance feedback": 6,
+    "evaluation metric user model": 8,
+    "ranked list truncation": 6,
+    "personal search email": 6,
+    "trust bias presentation bias": 6,
     "LambdaMART gradient boosted trees ranking": 6,
 }
-HEADER = ("% Cite-Assist sample library: click-based and unbiased learning to rank, online evaluation,\n"
-          "% click models and neural ranking. Records from the ACM-CR ACM-DL dump (Boudin et al., JCDL 2021,\n"
-          "% Unlicense), exported with Cite-Assist's stable citekeys.\n\n")
+HEADER = (
+    "% Cite-Assist sample library: click-based and unbiased learning to rank, online evaluation,\n"
+    "% click models and neural ranking. Records from the ACM-CR ACM-DL dump (Boudin et al., JCDL 2021,\n"
+    "% Unlicense), exported with Cite-Assist's stable citekeys.\n\n"
+)
 
 
 def select_sample(lib: Library, acm_cr: Path) -> list[int]:
     """Paper ids of the sample, in a stable order (seed references first, then query neighbours)."""
-    blacklist = {line.strip().lower() for line in (acm_cr / "blacklist.txt").read_text().splitlines() if line.strip()}
+    blacklist = {
+        line.strip().lower()
+        for line in (acm_cr / "blacklist.txt").read_text().splitlines()
+        if line.strip()
+    }
     chosen: list[int] = []
 
     def add(paper) -> None:
-        if (paper and paper.id not in chosen and paper.abstract and paper.doi and paper.doi not in blacklist
-                and paper.entry_type in ("article", "inproceedings")):
+        if (
+            paper
+            and paper.id not in chosen
+            and paper.abstract
+            and paper.doi
+            and paper.doi not in blacklist
+            and paper.entry_type in ("article", "inproceedings")
+        ):
             chosen.append(paper.id)
 
     for seed in SEEDS:
@@ -57,16 +81,25 @@ def select_sample(lib: Library, acm_cr: Path) -> list[int]:
 
 
 @click.command()
-@click.option("--db", type=click.Path(exists=True, dir_okay=False), required=True, help="Full ACM-DL library.")
+@click.option(
+    "--db", type=click.Path(exists=True, dir_okay=False), required=True, help="Full ACM-DL library."
+)
 @click.option("--acm-cr", "acm_cr", type=click.Path(exists=True, file_okay=False), required=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=str(RESOURCES_DIR / "sample" / "library.bib"))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=str(RESOURCES_DIR / "sample" / "library.bib"),
+)
 def main(db: str, acm_cr: str, output: str) -> None:
     with Library(db) as lib:
         papers = lib.get_many(select_sample(lib, Path(acm_cr)))
     with open(output, "w", encoding="utf-8", newline="\n") as fh:
         fh.write(HEADER)
         write_bibtex(papers, fh)
-    click.echo(f"wrote {len(papers)} entries to {output} ({Path(output).stat().st_size / 1000:.0f} KB)")
+    click.echo(
+        f"wrote {len(papers)} entries to {output} ({Path(output).stat().st_size / 1000:.0f} KB)"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -129,7 +129,8 @@ def check_not_foreign(conn: sqlite3.Connection, path: Path) -> None:
         raise LibraryOpenError(
             f"{path} is an SQLite database of another program (tables: {names}); it was not changed. "
             "Give a new file or an existing Cite-Assist library; to bring in a Zotero database use "
-            "`assistant library import zotero.sqlite`")
+            "`assistant library import zotero.sqlite`"
+        )
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -12,18 +12,25 @@ import hashlib
 import json
 import re
 import sqlite3
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import sqlite_utils
 
 from assistant.library import citekeys
 from assistant.library.models import Citation, ImportOutcome, Paper
 from assistant.library.normalize import author_key, normalize_doi, title_key
-from assistant.library.schema import FTS_TRIGGERS, SCHEMA_VERSION, LibraryOpenError, check_library_file, check_not_foreign, migrate
+from assistant.library.schema import (
+    FTS_TRIGGERS,
+    SCHEMA_VERSION,
+    LibraryOpenError,
+    check_library_file,
+    check_not_foreign,
+    migrate,
+)
 
 _PAPER_COLUMNS = (
     "id, citekey, entry_type, doi, arxiv_id, title, abstract, authors, year, venue, keywords, url, "
@@ -38,7 +45,7 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def content_hash(paper: Paper) -> str:
@@ -48,7 +55,7 @@ def content_hash(paper: Paper) -> str:
 
 
 def record_hash(fmt: str, text: str) -> str:
-    return hashlib.sha1(f"{fmt}\x00{text.strip()}".encode("utf-8")).hexdigest()
+    return hashlib.sha1(f"{fmt}\x00{text.strip()}".encode()).hexdigest()
 
 
 def merge_papers(old: Paper, new: Paper) -> Paper:
@@ -76,7 +83,9 @@ class Library:
         self.path = Path(path).expanduser()
         check_library_file(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=60)
+        conn = sqlite3.connect(
+            str(self.path), isolation_level=None, check_same_thread=False, timeout=60
+        )
         try:
             check_not_foreign(conn, self.path)
         except LibraryOpenError:
@@ -90,7 +99,9 @@ class Library:
         self.db = sqlite_utils.Database(conn)
         self.schema_version = migrate(conn)
         self._tx_depth = 0
-        self._bulk_from: int | None = None  # in bulk_fts(): rows with id > this are not in the FTS yet
+        self._bulk_from: int | None = (
+            None  # in bulk_fts(): rows with id > this are not in the FTS yet
+        )
 
     # -- transactions -------------------------------------------------------------------
     @contextmanager
@@ -133,7 +144,9 @@ class Library:
             yield self
             self.conn.execute(
                 "INSERT INTO papers_fts(rowid, title, abstract, keywords) "
-                "SELECT id, title, abstract, keywords FROM papers WHERE id > ?", (self._bulk_from,))
+                "SELECT id, title, abstract, keywords FROM papers WHERE id > ?",
+                (self._bulk_from,),
+            )
             for sql in FTS_TRIGGERS.values():
                 self.conn.execute(sql)
         finally:
@@ -144,12 +157,17 @@ class Library:
         if self._bulk_from is not None and paper_id <= self._bulk_from:
             self.conn.execute(
                 "INSERT INTO papers_fts(papers_fts, rowid, title, abstract, keywords) "
-                "SELECT 'delete', id, title, abstract, keywords FROM papers WHERE id = ?", (paper_id,))
+                "SELECT 'delete', id, title, abstract, keywords FROM papers WHERE id = ?",
+                (paper_id,),
+            )
 
     def _fts_insert(self, paper_id: int) -> None:
         if self._bulk_from is not None and paper_id <= self._bulk_from:
-            self.conn.execute("INSERT INTO papers_fts(rowid, title, abstract, keywords) "
-                              "SELECT id, title, abstract, keywords FROM papers WHERE id = ?", (paper_id,))
+            self.conn.execute(
+                "INSERT INTO papers_fts(rowid, title, abstract, keywords) "
+                "SELECT id, title, abstract, keywords FROM papers WHERE id = ?",
+                (paper_id,),
+            )
 
     def close(self) -> None:
         self.conn.close()
@@ -164,10 +182,24 @@ class Library:
     @staticmethod
     def _paper(row: tuple) -> Paper:
         return Paper(
-            id=row[0], citekey=row[1], entry_type=row[2], doi=row[3], arxiv_id=row[4], title=row[5],
-            abstract=row[6], authors=json.loads(row[7]), year=row[8], venue=row[9],
-            keywords=json.loads(row[10]), url=row[11], pdf_path=row[12], source_file=row[13],
-            extra=json.loads(row[14]), added_at=row[15], updated_at=row[16], original_text=row[17] or "",
+            id=row[0],
+            citekey=row[1],
+            entry_type=row[2],
+            doi=row[3],
+            arxiv_id=row[4],
+            title=row[5],
+            abstract=row[6],
+            authors=json.loads(row[7]),
+            year=row[8],
+            venue=row[9],
+            keywords=json.loads(row[10]),
+            url=row[11],
+            pdf_path=row[12],
+            source_file=row[13],
+            extra=json.loads(row[14]),
+            added_at=row[15],
+            updated_at=row[16],
+            original_text=row[17] or "",
         )
 
     def count(self) -> int:
@@ -182,7 +214,7 @@ class Library:
         ids = list(ids)
         found: dict[int, Paper] = {}
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self.conn.execute(f"{_SELECT} WHERE p.id IN ({marks})", chunk):
                 found[row[0]] = self._paper(row)
@@ -193,17 +225,23 @@ class Library:
         row = self.conn.execute(f"{_SELECT} WHERE p.doi = ?", (doi,)).fetchone() if doi else None
         return self._paper(row) if row else None
 
-    def same_work_ids(self, title: str | None, doi: str | None = None, year: int | None = None) -> list[int]:
+    def same_work_ids(
+        self, title: str | None, doi: str | None = None, year: int | None = None
+    ) -> list[int]:
         """Papers that are this work: the same DOI, or the same normalised title (of at least 8
         characters) with a year at most one apart when both are known. Keeps a manuscript that is
         already in the library out of its own recommendations."""
         ids: set[int] = set()
         doi = normalize_doi(doi)
         if doi:
-            ids.update(r[0] for r in self.conn.execute("SELECT id FROM papers WHERE doi = ?", (doi,)))
+            ids.update(
+                r[0] for r in self.conn.execute("SELECT id FROM papers WHERE doi = ?", (doi,))
+            )
         tkey = title_key(title or "")
         if len(tkey) >= 8:
-            for pid, other in self.conn.execute("SELECT id, year FROM papers WHERE title_key = ?", (tkey,)):
+            for pid, other in self.conn.execute(
+                "SELECT id, year FROM papers WHERE title_key = ?", (tkey,)
+            ):
                 if year is None or other is None or abs(int(other) - int(year)) <= 1:
                     ids.add(pid)
         return sorted(ids)
@@ -216,7 +254,9 @@ class Library:
         """All papers by id, fetched in batches (safe on a 100k-paper library)."""
         last = -1
         while True:
-            rows = self.conn.execute(f"{_SELECT} WHERE p.id > ? ORDER BY p.id LIMIT ?", (last, batch_size)).fetchall()
+            rows = self.conn.execute(
+                f"{_SELECT} WHERE p.id > ? ORDER BY p.id LIMIT ?", (last, batch_size)
+            ).fetchall()
             if not rows:
                 return
             for row in rows:
@@ -280,9 +320,14 @@ class Library:
         return None
 
     def _citekey_taken(self, key: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM papers WHERE citekey = ?", (key,)).fetchone() is not None
+        return (
+            self.conn.execute("SELECT 1 FROM papers WHERE citekey = ?", (key,)).fetchone()
+            is not None
+        )
 
-    def add_paper(self, paper: Paper, record_format: str = "bibtex", line: int | None = None) -> ImportOutcome:
+    def add_paper(
+        self, paper: Paper, record_format: str = "bibtex", line: int | None = None
+    ) -> ImportOutcome:
         """Store ``paper``, merging it into an existing record of the same work if there is one.
 
         Re-adding an identical record (same original text) is a no-op (``unchanged``).
@@ -295,7 +340,8 @@ class Library:
             if rhash:
                 row = self.conn.execute(
                     "SELECT p.id, p.citekey FROM paper_records r JOIN papers p ON p.id = r.paper_id "
-                    "WHERE r.record_hash = ?", (rhash,),
+                    "WHERE r.record_hash = ?",
+                    (rhash,),
                 ).fetchone()
                 if row:
                     return ImportOutcome("unchanged", row[0], row[1])
@@ -303,18 +349,40 @@ class Library:
             existing_id = self._find_duplicate(paper, tkey, akey)
             now = _now()
             if existing_id is None:
-                key = paper.citekey if citekeys.is_user_key(paper.citekey) and not self._citekey_taken(paper.citekey) \
-                    else citekeys.unique_key(citekeys.base_key(paper.authors, paper.year, paper.title or ""),
-                                             self._citekey_taken)
+                key = (
+                    paper.citekey
+                    if citekeys.is_user_key(paper.citekey)
+                    and not self._citekey_taken(paper.citekey)
+                    else citekeys.unique_key(
+                        citekeys.base_key(paper.authors, paper.year, paper.title or ""),
+                        self._citekey_taken,
+                    )
+                )
                 cur = self.conn.execute(
                     "INSERT INTO papers (citekey, entry_type, doi, arxiv_id, title, abstract, authors, year, venue, "
                     "keywords, url, pdf_path, source_file, extra, title_key, author_key, content_hash, added_at, "
                     "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (key, paper.entry_type or "misc", paper.doi, paper.arxiv_id, paper.title or "",
-                     paper.abstract or "", json.dumps(paper.authors, ensure_ascii=False), paper.year,
-                     paper.venue or "", json.dumps(paper.keywords, ensure_ascii=False), paper.url,
-                     paper.pdf_path, paper.source_file, json.dumps(paper.extra, ensure_ascii=False),
-                     tkey, akey, content_hash(paper), now, now),
+                    (
+                        key,
+                        paper.entry_type or "misc",
+                        paper.doi,
+                        paper.arxiv_id,
+                        paper.title or "",
+                        paper.abstract or "",
+                        json.dumps(paper.authors, ensure_ascii=False),
+                        paper.year,
+                        paper.venue or "",
+                        json.dumps(paper.keywords, ensure_ascii=False),
+                        paper.url,
+                        paper.pdf_path,
+                        paper.source_file,
+                        json.dumps(paper.extra, ensure_ascii=False),
+                        tkey,
+                        akey,
+                        content_hash(paper),
+                        now,
+                        now,
+                    ),
                 )
                 outcome = ImportOutcome("added", cur.lastrowid, key)
             else:
@@ -322,13 +390,22 @@ class Library:
                 merged = merge_papers(old, paper)
                 if merged != old:
                     self._update(merged, now)
-                outcome = ImportOutcome("merged" if (merged != old or rhash) else "unchanged",
-                                        existing_id, old.citekey)
+                outcome = ImportOutcome(
+                    "merged" if (merged != old or rhash) else "unchanged", existing_id, old.citekey
+                )
             if rhash:
                 self.conn.execute(
                     "INSERT INTO paper_records (paper_id, format, source_file, line, record_hash, text, added_at) "
                     "VALUES (?,?,?,?,?,?,?)",
-                    (outcome.id, record_format, paper.source_file, line, rhash, paper.original_text, now),
+                    (
+                        outcome.id,
+                        record_format,
+                        paper.source_file,
+                        line,
+                        rhash,
+                        paper.original_text,
+                        now,
+                    ),
                 )
             return outcome
 
@@ -338,11 +415,26 @@ class Library:
             "UPDATE papers SET entry_type=?, doi=?, arxiv_id=?, title=?, abstract=?, authors=?, year=?, venue=?, "
             "keywords=?, url=?, pdf_path=?, source_file=?, extra=?, title_key=?, author_key=?, content_hash=?, "
             "updated_at=? WHERE id=?",
-            (paper.entry_type, paper.doi, paper.arxiv_id, paper.title, paper.abstract,
-             json.dumps(paper.authors, ensure_ascii=False), paper.year, paper.venue,
-             json.dumps(paper.keywords, ensure_ascii=False), paper.url, paper.pdf_path, paper.source_file,
-             json.dumps(paper.extra, ensure_ascii=False), title_key(paper.title), author_key(paper.authors),
-             content_hash(paper), now, paper.id),
+            (
+                paper.entry_type,
+                paper.doi,
+                paper.arxiv_id,
+                paper.title,
+                paper.abstract,
+                json.dumps(paper.authors, ensure_ascii=False),
+                paper.year,
+                paper.venue,
+                json.dumps(paper.keywords, ensure_ascii=False),
+                paper.url,
+                paper.pdf_path,
+                paper.source_file,
+                json.dumps(paper.extra, ensure_ascii=False),
+                title_key(paper.title),
+                author_key(paper.authors),
+                content_hash(paper),
+                now,
+                paper.id,
+            ),
         )
         self._fts_insert(paper.id)
 
@@ -366,15 +458,23 @@ class Library:
             cur = self.conn.execute(
                 "INSERT INTO citations (citing_id, cited_id, context, section, intent, intent_confidence, added_at) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (citation.citing_id, citation.cited_id, citation.context or "", citation.section or "",
-                 citation.intent, citation.intent_confidence, _now()),
+                (
+                    citation.citing_id,
+                    citation.cited_id,
+                    citation.context or "",
+                    citation.section or "",
+                    citation.intent,
+                    citation.intent_confidence,
+                    _now(),
+                ),
             )
         return cur.lastrowid
 
     def _citations(self, where: str, value: int) -> list[Citation]:
         cur = self.conn.execute(
             "SELECT citing_id, cited_id, context, section, intent, intent_confidence, id FROM citations "
-            f"WHERE {where} = ? ORDER BY id", (value,),
+            f"WHERE {where} = ? ORDER BY id",
+            (value,),
         )
         return [Citation(*row) for row in cur]
 
@@ -384,10 +484,13 @@ class Library:
     def citations_to(self, paper_id: int) -> list[Citation]:
         return self._citations("cited_id", paper_id)
 
-    def set_citation_intent(self, citation_id: int, intent: str | None, confidence: float | None) -> None:
+    def set_citation_intent(
+        self, citation_id: int, intent: str | None, confidence: float | None
+    ) -> None:
         with self.transaction():
             self.conn.execute(
-                "UPDATE citations SET intent = ?, intent_confidence = ? WHERE id = ?", (intent, confidence, citation_id)
+                "UPDATE citations SET intent = ?, intent_confidence = ? WHERE id = ?",
+                (intent, confidence, citation_id),
             )
 
     # -- statistics ---------------------------------------------------------------------
@@ -398,8 +501,11 @@ class Library:
         return {
             "path": str(self.path),
             "papers": self.count(),
-            "by_entry_type": dict(self.conn.execute(
-                "SELECT entry_type, count(*) FROM papers GROUP BY entry_type ORDER BY count(*) DESC")),
+            "by_entry_type": dict(
+                self.conn.execute(
+                    "SELECT entry_type, count(*) FROM papers GROUP BY entry_type ORDER BY count(*) DESC"
+                )
+            ),
             "with_abstract": q("SELECT count(*) FROM papers WHERE abstract != ''"),
             "without_abstract": q("SELECT count(*) FROM papers WHERE abstract = ''"),
             "with_doi": q("SELECT count(*) FROM papers WHERE doi IS NOT NULL"),
@@ -413,4 +519,4 @@ class Library:
         }
 
 
-__all__ = ["Library", "LibraryOpenError", "SCHEMA_VERSION", "content_hash", "merge_papers"]
+__all__ = ["SCHEMA_VERSION", "Library", "LibraryOpenError", "content_hash", "merge_papers"]

@@ -20,7 +20,11 @@ def _rss_mb() -> float:
 
 
 def _dir_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20 if path.exists() else 0.0
+    return (
+        sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+        if path.exists()
+        else 0.0
+    )
 
 
 def _queries(papers_dir: Path | None, n: int) -> list:
@@ -32,10 +36,22 @@ def _queries(papers_dir: Path | None, n: int) -> list:
         qs = build_queries(load_collection(papers_dir))
         rng = np.random.default_rng(0)
         picked = [qs[i] for i in rng.permutation(len(qs))[:n]]
-        return [Query(q.text, mode="paragraph" if q.level == "paragraph" else "local", title=q.title,
-                      abstract=q.abstract, context=q.context or None) for q in picked]
-    base = ["Neural ranking models for ad-hoc retrieval [3].", "We study query logs of mobile search (Smith et al., 2019).",
-            "Click models estimate document relevance from user behaviour.", "Dense retrieval with learned embeddings."]
+        return [
+            Query(
+                q.text,
+                mode="paragraph" if q.level == "paragraph" else "local",
+                title=q.title,
+                abstract=q.abstract,
+                context=q.context or None,
+            )
+            for q in picked
+        ]
+    base = [
+        "Neural ranking models for ad-hoc retrieval [3].",
+        "We study query logs of mobile search (Smith et al., 2019).",
+        "Click models estimate document relevance from user behaviour.",
+        "Dense retrieval with learned embeddings.",
+    ]
     return [Query(base[i % len(base)]) for i in range(n)]
 
 
@@ -51,12 +67,18 @@ def _subset_searcher(full, library, size: int):
     vectors = np.load(full.paths.dense / "vectors.npy", mmap_mode="r")[:size]
     papers = library.get_many(ids.tolist())
     t = time.perf_counter()
-    bm25 = BM25Index.build([p.id for p in papers], [p.lexical_text() for p in papers], BM25Params(full.bm25.params.k1, full.bm25.params.b))
+    bm25 = BM25Index.build(
+        [p.id for p in papers],
+        [p.lexical_text() for p in papers],
+        BM25Params(full.bm25.params.k1, full.bm25.params.b),
+    )
     bm25_rate = len(papers) / (time.perf_counter() - t)
     years = np.asarray([p.year or -1 for p in papers], dtype=np.int32)
     index = make_faiss(np.ascontiguousarray(vectors, dtype=np.float32), ids, "flat")
     faiss.omp_set_num_threads(2)
-    return Searcher(full.paths, bm25, years, index, full.encoder, dict(full.meta, count=len(ids))), bm25_rate
+    return Searcher(
+        full.paths, bm25, years, index, full.encoder, dict(full.meta, count=len(ids))
+    ), bm25_rate
 
 
 def _time(rec, queries, config, repeats: int = 1) -> dict:
@@ -67,19 +89,48 @@ def _time(rec, queries, config, repeats: int = 1) -> dict:
             t = time.perf_counter()
             rec.recommend(q, config)
             times.append((time.perf_counter() - t) * 1000)
-    return {"p50_ms": round(float(np.percentile(times, 50)), 1), "p95_ms": round(float(np.percentile(times, 95)), 1),
-            "n": len(times)}
+    return {
+        "p50_ms": round(float(np.percentile(times, 50)), 1),
+        "p95_ms": round(float(np.percentile(times, 95)), 1),
+        "n": len(times),
+    }
 
 
 @click.command("query")
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None, help="An indexed library (default: global --db).")
-@click.option("--papers", "papers_dir", type=click.Path(file_okay=False), default=None,
-              help="ACM-CR dev folder to draw realistic queries from (default: ../shared/data/acm-cr/dev if present).")
-@click.option("--sizes", default="10000,100000", show_default=True, help="Library sizes (capped at the index size).")
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="An indexed library (default: global --db).",
+)
+@click.option(
+    "--papers",
+    "papers_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="ACM-CR dev folder to draw realistic queries from (default: ../shared/data/acm-cr/dev if present).",
+)
+@click.option(
+    "--sizes",
+    default="10000,100000",
+    show_default=True,
+    help="Library sizes (capped at the index size).",
+)
 @click.option("--queries", "n_queries", type=int, default=50, show_default=True)
-@click.option("--reranker", default=None, help="Cross-encoder to time the reranking of --candidates candidates.")
+@click.option(
+    "--reranker",
+    default=None,
+    help="Cross-encoder to time the reranking of --candidates candidates.",
+)
 @click.option("--candidates", type=int, default=100, show_default=True)
-@click.option("--embed-docs", type=int, default=256, show_default=True, help="Papers embedded to measure indexing throughput.")
+@click.option(
+    "--embed-docs",
+    type=int,
+    default=256,
+    show_default=True,
+    help="Papers embedded to measure indexing throughput.",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
 @click.pass_context
 def bench_query(ctx, db, papers_dir, sizes, n_queries, reranker, candidates, embed_docs, as_json):
@@ -92,16 +143,25 @@ def bench_query(ctx, db, papers_dir, sizes, n_queries, reranker, candidates, emb
     path = resolve_db_path(ctx, db)
     if not path.exists():
         raise click.ClickException(f"library not found: {path}")
-    papers = Path(papers_dir) if papers_dir else REPO_ROOT.parent / "shared" / "data" / "acm-cr" / "dev"
+    papers = (
+        Path(papers_dir) if papers_dir else REPO_ROOT.parent / "shared" / "data" / "acm-cr" / "dev"
+    )
     library = Library(path)
     rss0 = _rss_mb()
     t = time.perf_counter()
     full = Recommender(library, PipelineConfig(use_intent=False))
     load_s = time.perf_counter() - t
-    out: dict = {"db": str(path), "papers": library.count(), "encoder": full.encoder.fingerprint if full.encoder else None,
-                 "threads": os.environ.get("ASSISTANT_THREADS", "default"), "load_s": round(load_s, 2),
-                 "rss_after_load_mb": round(_rss_mb(), 1), "rss_before_load_mb": round(rss0, 1),
-                 "index_disk_mb": round(_dir_mb(index_dir_for(path)), 1), "sizes": {}}
+    out: dict = {
+        "db": str(path),
+        "papers": library.count(),
+        "encoder": full.encoder.fingerprint if full.encoder else None,
+        "threads": os.environ.get("ASSISTANT_THREADS", "default"),
+        "load_s": round(load_s, 2),
+        "rss_after_load_mb": round(_rss_mb(), 1),
+        "rss_before_load_mb": round(rss0, 1),
+        "index_disk_mb": round(_dir_mb(index_dir_for(path)), 1),
+        "sizes": {},
+    }
     queries = _queries(papers, n_queries)
     prefilter = replace(full.config, reranker=None, candidates=candidates)
     n_index = len(full.searcher.bm25)
@@ -115,10 +175,17 @@ def bench_query(ctx, db, papers_dir, sizes, n_queries, reranker, candidates, emb
         if bm25_rate:
             row["bm25_build_docs_per_s"] = round(bm25_rate, 1)
         if reranker:
-            row["reranked"] = _time(rec, queries[: max(10, n_queries // 5)], replace(prefilter, reranker=reranker))
+            row["reranked"] = _time(
+                rec, queries[: max(10, n_queries // 5)], replace(prefilter, reranker=reranker)
+            )
         out["sizes"][str(size)] = row
     out["rss_after_queries_mb"] = round(_rss_mb(), 1)
-    sample = [p.encoder_text() for p in library.get_many(np.load(full.searcher.paths.dense / "ids.npy")[:embed_docs].tolist())]
+    sample = [
+        p.encoder_text()
+        for p in library.get_many(
+            np.load(full.searcher.paths.dense / "ids.npy")[:embed_docs].tolist()
+        )
+    ]
     if sample and full.encoder is not None:
         t = time.perf_counter()
         full.encoder.encode(sample, batch_size=32)

@@ -29,7 +29,24 @@ DEFAULT_B = 0.75
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _STOP = frozenset(STOPWORDS_EN) | frozenset(
-    "et al also using used use based via however thus paper propose proposed show shown results".split()
+    [
+        "et",
+        "al",
+        "also",
+        "using",
+        "used",
+        "use",
+        "based",
+        "via",
+        "however",
+        "thus",
+        "paper",
+        "propose",
+        "proposed",
+        "show",
+        "shown",
+        "results",
+    ]
 )
 FORMAT_VERSION = 1
 
@@ -74,7 +91,9 @@ class BM25Index:
 
     # --- building ---------------------------------------------------------------------------
     @staticmethod
-    def tokenize_corpus(texts: Sequence[str], stem: bool = True) -> tuple[list[list[int]], dict[str, int]]:
+    def tokenize_corpus(
+        texts: Sequence[str], stem: bool = True
+    ) -> tuple[list[list[int]], dict[str, int]]:
         """Token-id lists + vocabulary for ``texts`` (reusable across k1/b settings)."""
         analyzer = Analyzer(stem=stem)
         vocab: dict[str, int] = {"": 0}
@@ -84,13 +103,17 @@ class BM25Index:
         return docs, vocab
 
     @classmethod
-    def from_tokens(cls, ids: Sequence[int], docs: list[list[int]], vocab: dict[str, int], params: BM25Params) -> "BM25Index":
+    def from_tokens(
+        cls, ids: Sequence[int], docs: list[list[int]], vocab: dict[str, int], params: BM25Params
+    ) -> BM25Index:
         model = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
         model.index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
         return cls(model, np.asarray(ids, dtype=np.int64), params)
 
     @classmethod
-    def build(cls, ids: Sequence[int], texts: Sequence[str], params: BM25Params | None = None) -> "BM25Index":
+    def build(
+        cls, ids: Sequence[int], texts: Sequence[str], params: BM25Params | None = None
+    ) -> BM25Index:
         params = params or BM25Params()
         if len(ids) != len(texts):
             raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
@@ -103,25 +126,35 @@ class BM25Index:
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save(str(directory), show_progress=False)
         np.save(directory / "ids.npy", self.ids)
-        meta = {"format": FORMAT_VERSION, "k1": self.params.k1, "b": self.params.b, "stem": self.params.stem}
+        meta = {
+            "format": FORMAT_VERSION,
+            "k1": self.params.k1,
+            "b": self.params.b,
+            "stem": self.params.stem,
+        }
         (directory / "bm25.json").write_text(json.dumps(meta, indent=1))
 
     @classmethod
-    def load(cls, directory: Path | str, mmap: bool = False) -> "BM25Index":
+    def load(cls, directory: Path | str, mmap: bool = False) -> BM25Index:
         directory = Path(directory)
         meta_path = directory / "bm25.json"
         if not meta_path.exists():
             raise FileNotFoundError(f"no BM25 index in {directory} (run `assistant index`)")
         meta = json.loads(meta_path.read_text())
         model = bm25s.BM25.load(str(directory), mmap=mmap, show_progress=False, verbosity=0)
-        return cls(model, np.load(directory / "ids.npy"), BM25Params(meta["k1"], meta["b"], meta.get("stem", True)))
+        return cls(
+            model,
+            np.load(directory / "ids.npy"),
+            BM25Params(meta["k1"], meta["b"], meta.get("stem", True)),
+        )
 
     # --- scoring ----------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.ids)
 
-    def query_weights(self, focus: str, support: str = "", support_weight: float = 0.0,
-                      unique: bool = False) -> dict[int, float]:
+    def query_weights(
+        self, focus: str, support: str = "", support_weight: float = 0.0, unique: bool = False
+    ) -> dict[int, float]:
         """Token id -> weight for a focus text plus a down-weighted supporting text."""
         vocab = self.model.vocab_dict
         weights: Counter = Counter()
@@ -143,21 +176,32 @@ class BM25Index:
             out[indices[start:end]] += w * data[start:end]
         return out
 
-    def search(self, focus: str, support: str = "", support_weight: float = 0.0, k: int = 100,
-               mask: np.ndarray | None = None, query_tf: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self,
+        focus: str,
+        support: str = "",
+        support_weight: float = 0.0,
+        k: int = 100,
+        mask: np.ndarray | None = None,
+        query_tf: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (paper ids, scores); ``mask`` (bool per row) keeps allowed rows only.
 
         ``query_tf``: a term repeated in the query counts each time (like FTS5's OR query);
         this helped paragraph queries on the dev set.
         """
-        scores = self.scores(self.query_weights(focus, support, support_weight, unique=not query_tf))
+        scores = self.scores(
+            self.query_weights(focus, support, support_weight, unique=not query_tf)
+        )
         return top_k(scores, self.ids, k, mask)
 
     def row_of(self, paper_id: int) -> int | None:
         return self._row_of.get(int(paper_id))
 
 
-def top_k(scores: np.ndarray, ids: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def top_k(
+    scores: np.ndarray, ids: np.ndarray, k: int, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Highest-scoring ``k`` rows with a positive score (ties broken by row order)."""
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)

@@ -38,7 +38,7 @@ class EmbeddingCache:
     def valid(self) -> bool:
         return self.marker.exists() and self.marker.read_text().strip() == self.fingerprint
 
-    def open_for_writing(self) -> "EmbeddingCache":
+    def open_for_writing(self) -> EmbeddingCache:
         """Create the folder (discarding chunks of another fingerprint)."""
         if self.dir.exists() and not self.valid():
             for f in self.dir.glob("chunk-*.npz"):
@@ -68,7 +68,7 @@ class EmbeddingCache:
             try:
                 with np.load(f) as z:
                     hashes, vectors = z["hashes"], z["vectors"]
-            except Exception as exc:  # noqa: BLE001 - a damaged chunk is re-embedded, not fatal
+            except Exception as exc:
                 log.warning("skipping unreadable embedding chunk %s (%s)", f, exc)
                 continue
             for h, v in zip(hashes.tolist(), vectors):

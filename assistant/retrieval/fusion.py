@@ -32,8 +32,11 @@ def normalise(scores: np.ndarray, method: str = DEFAULT_NORM) -> np.ndarray:
     raise ValueError(f"unknown normalisation {method!r} (minmax|zscore|max)")
 
 
-def rrf(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], k: int = DEFAULT_RRF_K,
-        weights: Mapping[str, float] | None = None) -> dict[int, float]:
+def rrf(
+    runs: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    k: int = DEFAULT_RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> dict[int, float]:
     """Reciprocal-rank fusion: ``sum_w w / (k + rank)`` over the runs each id appears in."""
     fused: dict[int, float] = {}
     for name, (ids, _scores) in runs.items():
@@ -43,8 +46,11 @@ def rrf(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], k: int = DEFAULT_RRF_
     return fused
 
 
-def weighted_sum(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], weights: Mapping[str, float],
-                 norm: str = DEFAULT_NORM) -> dict[int, float]:
+def weighted_sum(
+    runs: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    weights: Mapping[str, float],
+    norm: str = DEFAULT_NORM,
+) -> dict[int, float]:
     """Weighted sum of normalised scores; an id missing from a run gets that run's minimum."""
     normed = {name: (ids, normalise(scores, norm)) for name, (ids, scores) in runs.items()}
     all_ids: set[int] = set()
@@ -60,9 +66,14 @@ def weighted_sum(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], weights: Map
     return fused
 
 
-def fuse(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], method: str = "weighted", *,
-         dense_weight: float = DEFAULT_DENSE_WEIGHT, rrf_k: int = DEFAULT_RRF_K,
-         norm: str = DEFAULT_NORM) -> list[tuple[int, float]]:
+def fuse(
+    runs: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    method: str = "weighted",
+    *,
+    dense_weight: float = DEFAULT_DENSE_WEIGHT,
+    rrf_k: int = DEFAULT_RRF_K,
+    norm: str = DEFAULT_NORM,
+) -> list[tuple[int, float]]:
     """Fuse ``{"dense": (ids, scores), "bm25": (ids, scores)}`` into one ranked ``[(id, score)]``."""
     runs = {name: run for name, run in runs.items() if len(run[0])}
     if not runs:

@@ -151,7 +151,10 @@ def _load_dense(paths: IndexPaths) -> dict[int, tuple[bytes, str]]:
         versions = json.loads((paths.dense / "versions.json").read_text())
         if len(ids) != len(hashes):
             raise ValueError("ids/hashes length mismatch")
-        return {int(i): (h, versions.get(str(int(i)), "")) for i, h in zip(ids.tolist(), hashes.tolist())}
+        return {
+            int(i): (h, versions.get(str(int(i)), ""))
+            for i, h in zip(ids.tolist(), hashes.tolist())
+        }
     except (FileNotFoundError, ValueError, json.JSONDecodeError) as exc:
         if (paths.dense / "ids.npy").exists():
             log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
@@ -170,11 +173,21 @@ def _stored_vectors(paths: IndexPaths, wanted: set[bytes]) -> dict[bytes, np.nda
     return {h: np.array(vectors[row]) for row, h in enumerate(hashes.tolist()) if h in wanted}
 
 
-def build_index(library, encoder, progress: Callable[[IndexProgress], None] | None = None, *,
-                index_dir: Path | str | None = None, kind: str = "auto", chunk_size: int = 512,
-                batch_size: int = 32, bm25_params: BM25Params | None = None, rebuild: bool = False,
-                reuse_from: Iterable[Path | str] = (), cancelled: Callable[[], bool] | None = None,
-                embed_budget_s: float | None = None) -> IndexReport:
+def build_index(
+    library,
+    encoder,
+    progress: Callable[[IndexProgress], None] | None = None,
+    *,
+    index_dir: Path | str | None = None,
+    kind: str = "auto",
+    chunk_size: int = 512,
+    batch_size: int = 32,
+    bm25_params: BM25Params | None = None,
+    rebuild: bool = False,
+    reuse_from: Iterable[Path | str] = (),
+    cancelled: Callable[[], bool] | None = None,
+    embed_budget_s: float | None = None,
+) -> IndexReport:
     """Bring the index of ``library`` up to date with ``encoder`` (incremental and resumable).
 
     A paper is embedded only when no vector exists for its exact ``encoder_text()`` under the
@@ -205,15 +218,29 @@ def build_index(library, encoder, progress: Callable[[IndexProgress], None] | No
         shutil.rmtree(paths.dense, ignore_errors=True)
         paths.dense.mkdir(parents=True)
     stored = _load_dense(paths)
-    report.kind = resolve_kind(kind if kind != "auto" else meta.get("kind_requested", "auto"), len(versions))
+    report.kind = resolve_kind(
+        kind if kind != "auto" else meta.get("kind_requested", "auto"), len(versions)
+    )
     if report.kind == "ivf" and len(versions) < IVF_MIN:
         report.kind = "flat"  # too few vectors to train the IVF quantizer
     digest = _versions_digest(versions)
-    bm25_meta = json.loads((paths.bm25 / "bm25.json").read_text()) if (paths.bm25 / "bm25.json").exists() else {}
-    bm25_fresh = bm25_meta.get("versions") == digest and (bm25_meta.get("k1"), bm25_meta.get("b")) == (bm25_params.k1, bm25_params.b)
-    if (not report.rebuilt_reason and bm25_fresh and meta.get("kind") == report.kind
-            and not meta.get("missing") and {i: v for i, (_, v) in stored.items()} == versions
-            and (paths.dense / "faiss.index").exists()):
+    bm25_meta = (
+        json.loads((paths.bm25 / "bm25.json").read_text())
+        if (paths.bm25 / "bm25.json").exists()
+        else {}
+    )
+    bm25_fresh = bm25_meta.get("versions") == digest and (
+        bm25_meta.get("k1"),
+        bm25_meta.get("b"),
+    ) == (bm25_params.k1, bm25_params.b)
+    if (
+        not report.rebuilt_reason
+        and bm25_fresh
+        and meta.get("kind") == report.kind
+        and not meta.get("missing")
+        and {i: v for i, (_, v) in stored.items()} == versions
+        and (paths.dense / "faiss.index").exists()
+    ):
         report.unchanged = len(versions)
         report.seconds = time.perf_counter() - start
         return report  # nothing changed
@@ -240,12 +267,25 @@ def build_index(library, encoder, progress: Callable[[IndexProgress], None] | No
         folder = other / "dense" / "pending" if (other / "meta.json").exists() else other
         for h, v in EmbeddingCache(folder, fingerprint).load(wanted - set(cache)).items():
             cache[h] = v
-        if (other / "meta.json").exists() and IndexPaths(other).read_meta().get("fingerprint") == fingerprint:
+        if (other / "meta.json").exists() and IndexPaths(other).read_meta().get(
+            "fingerprint"
+        ) == fingerprint:
             cache.update(_stored_vectors(IndexPaths(other), wanted - set(cache)))
     todo = {h: texts[pid] for pid, h in hashes.items() if h not in cache}
     if todo and (embed_budget_s is None or embed_budget_s > 0):
         pending.open_for_writing()
-        _embed(encoder, todo, pending, cache, chunk_size, batch_size, progress, report, cancelled, embed_budget_s)
+        _embed(
+            encoder,
+            todo,
+            pending,
+            cache,
+            chunk_size,
+            batch_size,
+            progress,
+            report,
+            cancelled,
+            embed_budget_s,
+        )
 
     ids = np.asarray(sorted(pid for pid, h in hashes.items() if h in cache), dtype=np.int64)
     report.missing = len(hashes) - len(ids)
@@ -254,16 +294,27 @@ def build_index(library, encoder, progress: Callable[[IndexProgress], None] | No
     report.updated = sum(1 for pid in covered if pid in stored and stored[pid][0] != hashes[pid])
     report.unchanged = len(covered) - report.added - report.updated
     if report.missing:
-        report.warnings.append(f"{report.missing} of {len(hashes)} papers have no vector yet (embedding budget "
-                               "reached): dense search covers the others; run `assistant index` again to finish")
+        report.warnings.append(
+            f"{report.missing} of {len(hashes)} papers have no vector yet (embedding budget "
+            "reached): dense search covers the others; run `assistant index` again to finish"
+        )
     dim = int(getattr(encoder, "dim", 0) or (len(next(iter(cache.values()))) if cache else 0))
-    vecs = np.stack([cache[hashes[int(i)]] for i in ids]).astype(np.float32) if len(ids) else np.empty((0, dim), np.float32)
+    vecs = (
+        np.stack([cache[hashes[int(i)]] for i in ids]).astype(np.float32)
+        if len(ids)
+        else np.empty((0, dim), np.float32)
+    )
     if progress:
         progress(IndexProgress("faiss", 0, len(ids)))
     _atomic_save_npy(paths.dense / "vectors.npy", vecs)
-    _atomic_save_npy(paths.dense / "hashes.npy", np.asarray([hashes[int(i)] for i in ids], dtype="S16"))
+    _atomic_save_npy(
+        paths.dense / "hashes.npy", np.asarray([hashes[int(i)] for i in ids], dtype="S16")
+    )
     _atomic_save_npy(paths.dense / "ids.npy", ids)
-    _atomic_write(paths.dense / "versions.json", json.dumps({str(int(i)): versions.get(int(i), "") for i in ids}))
+    _atomic_write(
+        paths.dense / "versions.json",
+        json.dumps({str(int(i)): versions.get(int(i), "") for i in ids}),
+    )
     faiss.write_index(make_faiss(vecs, ids, report.kind), str(paths.dense / "faiss.tmp"))
     os.replace(paths.dense / "faiss.tmp", paths.dense / "faiss.index")
     if not report.missing:
@@ -272,30 +323,61 @@ def build_index(library, encoder, progress: Callable[[IndexProgress], None] | No
     if not bm25_fresh:
         _build_bm25(lexical, paths, bm25_params, digest, progress)
         report.bm25_rebuilt = True
-    _atomic_write(paths.meta, json.dumps({
-        "format": FORMAT_VERSION, "fingerprint": fingerprint, "encoder": getattr(encoder, "name", ""),
-        "encoder_path": str(getattr(getattr(encoder, "manifest", None), "path", "") or ""),
-        "max_length": getattr(encoder, "max_length", None), "dim": dim, "count": int(len(ids)),
-        "max_id": int(max(hashes, default=0)), "kind": report.kind, "missing": report.missing,
-        "kind_requested": kind if kind != "auto" else meta.get("kind_requested", "auto"),
-        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }, indent=1))
+    _atomic_write(
+        paths.meta,
+        json.dumps(
+            {
+                "format": FORMAT_VERSION,
+                "fingerprint": fingerprint,
+                "encoder": getattr(encoder, "name", ""),
+                "encoder_path": str(getattr(getattr(encoder, "manifest", None), "path", "") or ""),
+                "max_length": getattr(encoder, "max_length", None),
+                "dim": dim,
+                "count": len(ids),
+                "max_id": int(max(hashes, default=0)),
+                "kind": report.kind,
+                "missing": report.missing,
+                "kind_requested": kind if kind != "auto" else meta.get("kind_requested", "auto"),
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            indent=1,
+        ),
+    )
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _embed(encoder, todo: dict[bytes, str], pending: EmbeddingCache, cache: dict, chunk_size: int,
-           batch_size: int, progress, report: IndexReport, cancelled=None, budget_s: float | None = None) -> None:
+def _embed(
+    encoder,
+    todo: dict[bytes, str],
+    pending: EmbeddingCache,
+    cache: dict,
+    chunk_size: int,
+    batch_size: int,
+    progress,
+    report: IndexReport,
+    cancelled=None,
+    budget_s: float | None = None,
+) -> None:
     order = sorted(todo, key=lambda h: (len(todo[h]), h))  # length-sorted: little padding
     t0, done = time.perf_counter(), 0
     for start in range(0, len(order), chunk_size):
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
-            log.info("embedding budget of %.0fs reached after %d of %d papers", budget_s, done, len(order))
+            log.info(
+                "embedding budget of %.0fs reached after %d of %d papers",
+                budget_s,
+                done,
+                len(order),
+            )
             return
         if cancelled is not None and cancelled():
-            raise IndexingCancelled(f"indexing cancelled after {done} of {len(order)} papers (resumable)")
-        chunk = order[start:start + chunk_size]
-        vecs = np.asarray(encoder.encode([todo[h] for h in chunk], batch_size=batch_size), dtype=np.float32)
+            raise IndexingCancelled(
+                f"indexing cancelled after {done} of {len(order)} papers (resumable)"
+            )
+        chunk = order[start : start + chunk_size]
+        vecs = np.asarray(
+            encoder.encode([todo[h] for h in chunk], batch_size=batch_size), dtype=np.float32
+        )
         pending.add(chunk, vecs)  # persisted before going on: an interrupted run resumes here
         cache.update(zip(chunk, vecs))
         done += len(chunk)
@@ -303,10 +385,20 @@ def _embed(encoder, todo: dict[bytes, str], pending: EmbeddingCache, cache: dict
         rate = done / elapsed if elapsed > 0 else 0.0
         report.embed_rate = rate
         if progress:
-            progress(IndexProgress("embed", done, len(order), rate, (len(order) - done) / rate if rate else None))
+            progress(
+                IndexProgress(
+                    "embed", done, len(order), rate, (len(order) - done) / rate if rate else None
+                )
+            )
 
 
-def _build_bm25(lexical: list[tuple[int, str, int]], paths: IndexPaths, params: BM25Params, digest: str, progress) -> None:
+def _build_bm25(
+    lexical: list[tuple[int, str, int]],
+    paths: IndexPaths,
+    params: BM25Params,
+    digest: str,
+    progress,
+) -> None:
     ids = [pid for pid, _, _ in lexical]
     texts = [text for _, text, _ in lexical]
     years = [year for _, _, year in lexical]
@@ -321,7 +413,11 @@ def _build_bm25(lexical: list[tuple[int, str, int]], paths: IndexPaths, params: 
         np.save(tmp / "ids.npy", np.empty(0, np.int64))
     np.save(tmp / "years.npy", np.asarray(years, dtype=np.int32))
     meta_path = tmp / "bm25.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"k1": params.k1, "b": params.b, "stem": params.stem}
+    meta = (
+        json.loads(meta_path.read_text())
+        if meta_path.exists()
+        else {"k1": params.k1, "b": params.b, "stem": params.stem}
+    )
     meta["versions"] = digest
     meta_path.write_text(json.dumps(meta, indent=1))
     shutil.rmtree(paths.bm25, ignore_errors=True)
@@ -330,15 +426,18 @@ def _build_bm25(lexical: list[tuple[int, str, int]], paths: IndexPaths, params: 
         progress(IndexProgress("bm25", len(ids), len(ids)))
 
 
-def load_index_encoder(index_dir: Path | str | None = None, name: str | None = None,
-                       max_length: int | None = None, **kwargs):
+def load_index_encoder(
+    index_dir: Path | str | None = None,
+    name: str | None = None,
+    max_length: int | None = None,
+    **kwargs,
+):
     """The encoder an index was built with (same name and max length), or the default one.
 
     Query-time and incremental indexing must use the same settings, else the fingerprint
     differs and ``build_index`` re-embeds everything.
     """
     from assistant.inference.encoder import load_encoder
-
     from assistant.inference.registry import ModelNotFoundError
 
     meta = IndexPaths(Path(index_dir)).read_meta() if index_dir else {}

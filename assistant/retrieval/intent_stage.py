@@ -45,9 +45,28 @@ SCICITE_PRIOR = np.array([4840, 2294, 1109], dtype=np.float64) / 8243.0
 
 _PREFERENCE_WORDS = {
     "background": ("background", "context", "motivation", "related work", "overview", "survey"),
-    "method": ("method", "methods", "methodology", "technique", "approach", "algorithm", "tool",
-               "dataset", "procedure", "model"),
-    "result": ("result", "results", "finding", "findings", "comparison", "compare", "evidence", "outcome"),
+    "method": (
+        "method",
+        "methods",
+        "methodology",
+        "technique",
+        "approach",
+        "algorithm",
+        "tool",
+        "dataset",
+        "procedure",
+        "model",
+    ),
+    "result": (
+        "result",
+        "results",
+        "finding",
+        "findings",
+        "comparison",
+        "compare",
+        "evidence",
+        "outcome",
+    ),
 }
 
 
@@ -61,8 +80,11 @@ def parse_intent_preference(text: str | None) -> str | None:
     low = str(text).lower().strip()
     if low in LABELS:
         return low
-    hits = [lab for lab, words in _PREFERENCE_WORDS.items()
-            if any(re.search(rf"\b{re.escape(w)}\b", low) for w in words)]
+    hits = [
+        lab
+        for lab, words in _PREFERENCE_WORDS.items()
+        if any(re.search(rf"\b{re.escape(w)}\b", low) for w in words)
+    ]
     if len(hits) == 1:
         return hits[0]
     raise ValueError(f"cannot tell which intent {text!r} asks for; use one of {', '.join(LABELS)}")
@@ -80,7 +102,9 @@ class IntentProfile:
 
     def describe(self) -> str:
         """e.g. ``"cited for its method 12x, background 3x"``."""
-        parts = [f"{k} {v}\u00d7" for k, v in sorted(self.counts.items(), key=lambda kv: -kv[1]) if v]
+        parts = [
+            f"{k} {v}\u00d7" for k, v in sorted(self.counts.items(), key=lambda kv: -kv[1]) if v
+        ]
         return ("cited for its " + ", ".join(parts)) if parts else "not cited in the library"
 
 
@@ -96,7 +120,8 @@ def library_prior(library) -> np.ndarray:
     counts = np.zeros(len(LABELS))
     if library is not None:
         for intent, n in _conn(library).execute(
-                "SELECT intent, count(*) FROM citations WHERE intent IS NOT NULL GROUP BY intent"):
+            "SELECT intent, count(*) FROM citations WHERE intent IS NOT NULL GROUP BY intent"
+        ):
             if intent in LABELS:
                 counts[LABELS.index(intent)] = n
     return (counts + PRIOR_STRENGTH * SCICITE_PRIOR) / (counts.sum() + PRIOR_STRENGTH)
@@ -110,11 +135,13 @@ def intent_profiles(library, paper_ids: list[int]) -> dict[int, IntentProfile]:
         return out
     conn = _conn(library)
     for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
+        chunk = ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
         for cited, intent, n in conn.execute(
-                f"SELECT cited_id, intent, count(*) FROM citations WHERE cited_id IN ({marks}) "
-                "AND intent IS NOT NULL GROUP BY cited_id, intent", chunk):
+            f"SELECT cited_id, intent, count(*) FROM citations WHERE cited_id IN ({marks}) "
+            "AND intent IS NOT NULL GROUP BY cited_id, intent",
+            chunk,
+        ):
             if intent in LABELS:
                 out[cited].counts[intent] = int(n)
     return out
@@ -143,8 +170,9 @@ def context_probs(query_text: str, classifier=None) -> np.ndarray:
     return np.asarray(probs, dtype=np.float64)
 
 
-def label_recommendations(query_text: str, items: list[Any], library, preference: str | None = None,
-                          classifier=None) -> list[Any]:
+def label_recommendations(
+    query_text: str, items: list[Any], library, preference: str | None = None, classifier=None
+) -> list[Any]:
     """Fill ``intent``/``intent_confidence``/``intent_probs`` of each item; re-rank only with a preference.
 
     ``items`` are ``Recommendation`` objects (``.paper.id`` is read, the intent fields are set
@@ -199,7 +227,9 @@ def _meta_get(library, key: str) -> str | None:
 
 def _meta_set(library, key: str, value: str) -> None:
     with library.transaction():
-        _conn(library).execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        _conn(library).execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value)
+        )
 
 
 @dataclass
@@ -211,8 +241,9 @@ class LabelReport:
     previous_model: str | None = None
 
 
-def classify_library_citations(library, force: bool = False, classifier=None, batch_size: int = 128,
-                               progress=None) -> LabelReport:
+def classify_library_citations(
+    library, force: bool = False, classifier=None, batch_size: int = 128, progress=None
+) -> LabelReport:
     """Label the intent of every extracted citation context in ``library`` (``citations`` table).
 
     Only unlabelled citations are classified, unless the model differs from the one recorded in
@@ -228,12 +259,14 @@ def classify_library_citations(library, force: bool = False, classifier=None, ba
     previous = _meta_get(library, META_KEY)
     relabel_all = force or (previous is not None and previous != clf.version)
     where = "" if relabel_all else "WHERE intent IS NULL"
-    rows = _conn(library).execute(f"SELECT id, context FROM citations {where} ORDER BY id").fetchall()
+    rows = (
+        _conn(library).execute(f"SELECT id, context FROM citations {where} ORDER BY id").fetchall()
+    )
     report = LabelReport(model=clf.version, relabelled_all=relabel_all, previous_model=previous)
     todo = [(cid, ctx) for cid, ctx in rows if (ctx or "").strip()]
     report.skipped_empty = len(rows) - len(todo)
     for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
+        chunk = todo[start : start + batch_size]
         preds = clf.classify([ctx for _, ctx in chunk])
         with library.transaction():
             for (cid, _), pred in zip(chunk, preds):
@@ -241,7 +274,9 @@ def classify_library_citations(library, force: bool = False, classifier=None, ba
         report.labelled += len(chunk)
         if progress:
             progress(report.labelled, len(todo))
-    if report.skipped_empty and relabel_all:  # stale labels of empty contexts would keep an old model's output
+    if (
+        report.skipped_empty and relabel_all
+    ):  # stale labels of empty contexts would keep an old model's output
         with library.transaction():
             for cid, ctx in rows:
                 if not (ctx or "").strip():

@@ -92,12 +92,19 @@ class Prefilter:
 class Recommender:
     """Recommend papers of ``library`` for a query (see module docstring)."""
 
-    def __init__(self, library, config: PipelineConfig | None = None, encoder=None, index_dir=None,
-                 searcher: Searcher | None = None):
+    def __init__(
+        self,
+        library,
+        config: PipelineConfig | None = None,
+        encoder=None,
+        index_dir=None,
+        searcher: Searcher | None = None,
+    ):
         self.library = library
         self.config = config or PipelineConfig()
-        self.searcher = searcher or Searcher.open(library, encoder=encoder, index_dir=index_dir,
-                                                  need_dense=self.config.use_dense)
+        self.searcher = searcher or Searcher.open(
+            library, encoder=encoder, index_dir=index_dir, need_dense=self.config.use_dense
+        )
         self._lock = threading.Lock()
         self._rerankers: dict[str, object] = {}
         self._intent_fn = _find_intent_stage()
@@ -107,20 +114,28 @@ class Recommender:
         return self.searcher.encoder
 
     # --- stages -----------------------------------------------------------------------------
-    def prefilter(self, query: Query | str, config: PipelineConfig | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> Prefilter:
+    def prefilter(
+        self,
+        query: Query | str,
+        config: PipelineConfig | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Prefilter:
         """Dense + BM25 candidates (filters applied) and their fusion."""
         config = config or self.config
         query = as_query(query)
         parts = query.parts()
-        allowed = self.searcher.allowed_mask(self._excluded(query, config), self._max_year(query, config))
+        allowed = self.searcher.allowed_mask(
+            self._excluded(query, config), self._max_year(query, config)
+        )
         timings: dict[str, float] = {}
         empty = (np.empty(0, np.int64), np.empty(0, np.float32))
         bm25_w, dense_w = config.support.get(parts.mode, (0.0, 0.0))
         bm25_run = dense_run = empty
         if config.use_bm25:
             t = time.perf_counter()
-            bm25_run = self.searcher.bm25_search(parts, bm25_w, config.depth, allowed, config.bm25_query_tf)
+            bm25_run = self.searcher.bm25_search(
+                parts, bm25_w, config.depth, allowed, config.bm25_query_tf
+            )
             timings["bm25"] = (time.perf_counter() - t) * 1000
         _check(cancelled)
         if config.use_dense and self.searcher.has_dense:
@@ -130,12 +145,22 @@ class Recommender:
         _check(cancelled)
         t = time.perf_counter()
         runs = {"dense": dense_run, "bm25": bm25_run}
-        fused = fusion_mod.fuse(runs, config.fusion, dense_weight=config.dense_weight, rrf_k=config.rrf_k, norm=config.norm)
+        fused = fusion_mod.fuse(
+            runs,
+            config.fusion,
+            dense_weight=config.dense_weight,
+            rrf_k=config.rrf_k,
+            norm=config.norm,
+        )
         timings["fuse"] = (time.perf_counter() - t) * 1000
         return Prefilter(parts.mode, parts, bm25_run, dense_run, fused, timings)
 
-    def recommend(self, query: Query | str, config: PipelineConfig | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> RecommendationResult:
+    def recommend(
+        self,
+        query: Query | str,
+        config: PipelineConfig | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> RecommendationResult:
         """The top ``config.k`` recommendations with per-stage scores and ranks."""
         config = config or self.config
         query = as_query(query)
@@ -163,7 +188,9 @@ class Recommender:
                     warnings.append(f"intent labelling failed: {exc}")
                 timings["intent"] = (time.perf_counter() - t) * 1000
             timings["total"] = (time.perf_counter() - start) * 1000
-            return RecommendationResult(query=query, mode=pre.mode, items=items, timings_ms=timings, warnings=warnings)
+            return RecommendationResult(
+                query=query, mode=pre.mode, items=items, timings_ms=timings, warnings=warnings
+            )
 
     # --- helpers ----------------------------------------------------------------------------
     def _excluded(self, query: Query, config: PipelineConfig) -> set[int]:
@@ -172,8 +199,12 @@ class Recommender:
             excluded.update(int(i) for i in query.cited_ids)
             if query.manuscript_id is not None:
                 excluded.add(int(query.manuscript_id))
-                excluded.update(c.cited_id for c in self.library.citations_from(query.manuscript_id))
-            if query.title:  # the manuscript may be in the library already (a preprint, an imported PDF)
+                excluded.update(
+                    c.cited_id for c in self.library.citations_from(query.manuscript_id)
+                )
+            if (
+                query.title
+            ):  # the manuscript may be in the library already (a preprint, an imported PDF)
                 excluded.update(self.library.same_work_ids(query.title, year=query.year))
         return excluded
 
@@ -184,8 +215,14 @@ class Recommender:
         return query.year if config.filter_by_year else None
 
     def _candidates(self, pre: Prefilter, config: PipelineConfig) -> list[Recommendation]:
-        ranks = {name: {int(i): r for r, i in enumerate(run[0], start=1)} for name, run in (("bm25", pre.bm25), ("dense", pre.dense))}
-        scores = {name: {int(i): float(s) for i, s in zip(*run)} for name, run in (("bm25", pre.bm25), ("dense", pre.dense))}
+        ranks = {
+            name: {int(i): r for r, i in enumerate(run[0], start=1)}
+            for name, run in (("bm25", pre.bm25), ("dense", pre.dense))
+        }
+        scores = {
+            name: {int(i): float(s) for i, s in zip(*run)}
+            for name, run in (("bm25", pre.bm25), ("dense", pre.dense))
+        }
         head = pre.fused[: config.candidates + (20 if config.dedupe else 0)]
         papers = {p.id: p for p in self.library.get_many([pid for pid, _ in head])}
         items, seen = [], set()
@@ -194,11 +231,15 @@ class Recommender:
             if paper is None:  # deleted since the index was built
                 continue
             if config.dedupe:
-                keys = {k for k in (paper.doi and f"doi:{paper.doi.lower()}", _title_key(paper)) if k}
+                keys = {
+                    k for k in (paper.doi and f"doi:{paper.doi.lower()}", _title_key(paper)) if k
+                }
                 if keys & seen:
                     continue
                 seen.update(keys)
-            item = Recommendation(paper=paper, score=score, scores={"fused": score}, ranks={"fused": len(items) + 1})
+            item = Recommendation(
+                paper=paper, score=score, scores={"fused": score}, ranks={"fused": len(items) + 1}
+            )
             for name in ("bm25", "dense"):
                 if pid in scores[name]:
                     item.scores[name] = scores[name][pid]
@@ -208,17 +249,23 @@ class Recommender:
                 break
         return items
 
-    def _rerank(self, parts: QueryParts, items: list[Recommendation], config: PipelineConfig) -> list[Recommendation]:
+    def _rerank(
+        self, parts: QueryParts, items: list[Recommendation], config: PipelineConfig
+    ) -> list[Recommendation]:
         model = self._rerankers.get(config.reranker)
         if model is None:
             from assistant.inference.cross_encoder import load_cross_encoder
 
             model = self._rerankers[config.reranker] = load_cross_encoder(config.reranker)
-        raw = np.asarray(model.score(parts.focus, [it.paper.encoder_text() for it in items]), dtype=np.float64)
+        raw = np.asarray(
+            model.score(parts.focus, [it.paper.encoder_text() for it in items]), dtype=np.float64
+        )
         final = raw
         if config.rerank_weight < 1.0:
             fused = np.array([it.scores["fused"] for it in items])
-            final = config.rerank_weight * fusion_mod.normalise(raw, "zscore") + (1 - config.rerank_weight) * fusion_mod.normalise(fused, "zscore")
+            final = config.rerank_weight * fusion_mod.normalise(raw, "zscore") + (
+                1 - config.rerank_weight
+            ) * fusion_mod.normalise(fused, "zscore")
         order = sorted(range(len(items)), key=lambda i: (-final[i], i))
         for rank, i in enumerate(sorted(range(len(items)), key=lambda i: -raw[i]), start=1):
             items[i].scores["rerank"] = float(raw[i])
@@ -228,7 +275,9 @@ class Recommender:
             item.score = float(final[i])
         return out
 
-    def _label_intents(self, text: str, items: list[Recommendation], config: PipelineConfig) -> list[Recommendation]:
+    def _label_intents(
+        self, text: str, items: list[Recommendation], config: PipelineConfig
+    ) -> list[Recommendation]:
         fn = self._intent_fn
         kwargs = {}
         if "preference" in inspect.signature(fn).parameters:
@@ -257,9 +306,15 @@ def _find_intent_stage():
     return getattr(module, "label_recommendations", None)
 
 
-def prefilter_candidates(recommender: Recommender, text: str, k: int = 100, mode: str = "auto",
-                         title: str | None = None, abstract: str | None = None,
-                         exclude_ids: Collection[int] = ()) -> list[tuple[int, float]]:
+def prefilter_candidates(
+    recommender: Recommender,
+    text: str,
+    k: int = 100,
+    mode: str = "auto",
+    title: str | None = None,
+    abstract: str | None = None,
+    exclude_ids: Collection[int] = (),
+) -> list[tuple[int, float]]:
     """The fused prefilter's top ``k`` ``(paper_id, score)`` for an arbitrary text (hard negatives)."""
     config = replace(recommender.config, exclude_ids=tuple(exclude_ids), filter_by_year=False)
     pre = recommender.prefilter(Query(text=text, mode=mode, title=title, abstract=abstract), config)

@@ -21,7 +21,9 @@ MODES = ("auto", "local", "paragraph", "global")
 # numeric: [12], [3, 4], [3-5], [3–5], [12, 14–16], [12; 13]
 _NUMERIC = re.compile(r"\s*\[\s*\d+[a-z]?(?:\s*[,;\-–—]\s*\d+[a-z]?)*\s*\]")
 # LaTeX: \cite{a,b}, \citep[p.~3]{a}, \citet*{a}, \parencite{a}, ~\cite{a}
-_LATEX = re.compile(r"~?\s*\\(?:[a-zA-Z]*cite[a-zA-Z]*|nocite)\*?(?:\s*\[[^\]]*\]){0,2}\s*\{[^}]*\}")
+_LATEX = re.compile(
+    r"~?\s*\\(?:[a-zA-Z]*cite[a-zA-Z]*|nocite)\*?(?:\s*\[[^\]]*\]){0,2}\s*\{[^}]*\}"
+)
 # author-year inside parentheses: (Smith et al., 2020), (Smith and Jones 2019a; Lee, 2018),
 # (e.g., Smith, 2020), (see Smith et al. 2020, p. 3)
 _NAME = r"(?:[A-Z][\w'’\-]+(?:\s+(?:van|von|de|der|da|del|di|le|la)\s+[A-Z][\w'’\-]+)?)"
@@ -57,7 +59,12 @@ def split_sentences(text: str) -> list[str]:
     if not text:
         return []
     # protect common abbreviations so that "et al. 2020" or "e.g. Smith" do not split
-    protected = re.sub(r"\b(et al|e\.g|i\.e|cf|Fig|Eq|Sec|vs|resp)\.", lambda m: m.group(0).replace(".", "\x00"), text, flags=re.I)
+    protected = re.sub(
+        r"\b(et al|e\.g|i\.e|cf|Fig|Eq|Sec|vs|resp)\.",
+        lambda m: m.group(0).replace(".", "\x00"),
+        text,
+        flags=re.I,
+    )
     return [s.replace("\x00", ".").strip() for s in _SENTENCE_END.split(protected) if s.strip()]
 
 
@@ -95,20 +102,28 @@ class Query:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise ValueError(f"unknown query mode {self.mode!r}; expected one of {', '.join(MODES)}")
+            raise ValueError(
+                f"unknown query mode {self.mode!r}; expected one of {', '.join(MODES)}"
+            )
 
     def resolved_mode(self) -> str:
         """The concrete mode (``auto`` resolved from the input)."""
-        return detect_mode(self.text, self.title, self.abstract) if self.mode == "auto" else self.mode
+        return (
+            detect_mode(self.text, self.title, self.abstract) if self.mode == "auto" else self.mode
+        )
 
-    def parts(self) -> "QueryParts":
+    def parts(self) -> QueryParts:
         """Split the query into focus, context and background texts, markers stripped."""
         mode = self.resolved_mode()
         text = strip_citation_markers(self.text)
         context = strip_citation_markers(self.context or "")
-        title_abstract = " ".join(p.strip() for p in (self.title or "", self.abstract or "") if p and p.strip())
+        title_abstract = " ".join(
+            p.strip() for p in (self.title or "", self.abstract or "") if p and p.strip()
+        )
         if mode == "global":
-            focus, context, background = (title_abstract, text, "") if title_abstract else (text, context, "")
+            focus, context, background = (
+                (title_abstract, text, "") if title_abstract else (text, context, "")
+            )
         elif mode == "paragraph":
             focus, background = text, title_abstract
         else:  # local
@@ -118,7 +133,9 @@ class Query:
         elif not focus.strip():
             focus, background = background, ""
         if not focus.strip():
-            raise EmptyQueryError("the query is empty: give a passage, or a title/abstract for a global query")
+            raise EmptyQueryError(
+                "the query is empty: give a passage, or a title/abstract for a global query"
+            )
         return QueryParts(mode=mode, focus=focus, context=context, background=background)
 
     def display_text(self) -> str:
@@ -148,6 +165,6 @@ class QueryParts:
         return " ".join(p for p in (self.focus, self.context, self.background) if p)
 
 
-def as_query(query: "Query | str", mode: str = "auto") -> Query:
+def as_query(query: Query | str, mode: str = "auto") -> Query:
     """Accept a plain string wherever a :class:`Query` is expected."""
     return query if isinstance(query, Query) else Query(text=str(query), mode=mode)

@@ -33,7 +33,15 @@ class IndexMissingError(RetrievalError):
 class Searcher:
     """BM25 and dense search over the index next to ``library``'s DB."""
 
-    def __init__(self, paths: IndexPaths, bm25: BM25Index, years: np.ndarray, faiss_index, encoder, meta: dict):
+    def __init__(
+        self,
+        paths: IndexPaths,
+        bm25: BM25Index,
+        years: np.ndarray,
+        faiss_index,
+        encoder,
+        meta: dict,
+    ):
         self.paths = paths
         self.bm25 = bm25
         self.years = years  # aligned with bm25.ids; -1 = unknown
@@ -41,7 +49,9 @@ class Searcher:
         self.encoder = encoder
         self.meta = meta
         self.warnings: list[str] = []
-        self.max_id = int(max(bm25.ids.max(initial=0), int(meta.get("max_id", 0)))) if len(bm25.ids) else 0
+        self.max_id = (
+            int(max(bm25.ids.max(initial=0), int(meta.get("max_id", 0)))) if len(bm25.ids) else 0
+        )
         self._cache: OrderedDict[tuple, np.ndarray] = OrderedDict()
         if faiss_index is not None:
             faiss.omp_set_num_threads(2)
@@ -51,15 +61,19 @@ class Searcher:
         return self.faiss_index is not None and self.encoder is not None
 
     @classmethod
-    def open(cls, library, encoder=None, index_dir=None, need_dense: bool = True) -> "Searcher":
+    def open(cls, library, encoder=None, index_dir=None, need_dense: bool = True) -> Searcher:
         paths = IndexPaths(Path(index_dir) if index_dir else index_dir_for(library.path))
         n_papers = library.count()
         if n_papers == 0:
-            raise EmptyLibraryError(f"the library {library.path} is empty: import papers first "
-                                    "(`assistant library import FILE`), then run `assistant index`")
+            raise EmptyLibraryError(
+                f"the library {library.path} is empty: import papers first "
+                "(`assistant library import FILE`), then run `assistant index`"
+            )
         meta = paths.read_meta()
         if not meta or not (paths.bm25 / "bm25.json").exists():
-            raise IndexMissingError(f"no index for {library.path} (expected in {paths.root}): run `assistant index`")
+            raise IndexMissingError(
+                f"no index for {library.path} (expected in {paths.root}): run `assistant index`"
+            )
         bm25 = BM25Index.load(paths.bm25)
         years_path = paths.bm25 / "years.npy"
         years = np.load(years_path) if years_path.exists() else np.full(len(bm25.ids), -1, np.int32)
@@ -70,16 +84,22 @@ class Searcher:
 
                 encoder = load_index_encoder(paths.root)
             if str(encoder.fingerprint) != meta.get("fingerprint"):
-                raise RetrievalError(f"the index in {paths.root} was built with encoder {meta.get('fingerprint')!r} "
-                                     f"but the active encoder is {encoder.fingerprint!r}: run `assistant index`")
+                raise RetrievalError(
+                    f"the index in {paths.root} was built with encoder {meta.get('fingerprint')!r} "
+                    f"but the active encoder is {encoder.fingerprint!r}: run `assistant index`"
+                )
             faiss_index = faiss.read_index(str(paths.dense / "faiss.index"))
         searcher = cls(paths, bm25, years, faiss_index, encoder, meta)
         if meta.get("missing"):
-            searcher.warnings.append(f"the dense index covers {meta.get('count')} of {meta.get('count', 0) + meta['missing']} "
-                                     "papers (indexing unfinished): run `assistant index` to embed the rest")
+            searcher.warnings.append(
+                f"the dense index covers {meta.get('count')} of {meta.get('count', 0) + meta['missing']} "
+                "papers (indexing unfinished): run `assistant index` to embed the rest"
+            )
         if meta.get("count", 0) + meta.get("missing", 0) != n_papers or len(bm25) != n_papers:
-            searcher.warnings.append(f"the index covers {meta.get('count')} papers but the library has {n_papers}: "
-                                     "run `assistant index` to update it")
+            searcher.warnings.append(
+                f"the index covers {meta.get('count')} papers but the library has {n_papers}: "
+                "run `assistant index` to update it"
+            )
         return searcher
 
     # --- filters ----------------------------------------------------------------------------
@@ -96,21 +116,33 @@ class Searcher:
         return allowed
 
     # --- searches ---------------------------------------------------------------------------
-    def bm25_scores(self, parts: QueryParts, support_weight: float, query_tf: bool = True) -> np.ndarray:
+    def bm25_scores(
+        self, parts: QueryParts, support_weight: float, query_tf: bool = True
+    ) -> np.ndarray:
         """BM25 of focus + ``support_weight`` x (context + background); background scores are cached."""
         unique = not query_tf
-        scores = self.bm25.scores(self.bm25.query_weights(parts.focus, parts.context, support_weight, unique=unique))
+        scores = self.bm25.scores(
+            self.bm25.query_weights(parts.focus, parts.context, support_weight, unique=unique)
+        )
         if support_weight > 0 and parts.background:
             key = ("bm25", parts.background, unique)
             background = self._cache.get(key)
             if background is None:
-                background = self.bm25.scores(self.bm25.query_weights(parts.background, unique=unique))
+                background = self.bm25.scores(
+                    self.bm25.query_weights(parts.background, unique=unique)
+                )
                 self._remember(key, background)
             scores = scores + support_weight * background
         return scores
 
-    def bm25_search(self, parts: QueryParts, support_weight: float, depth: int, allowed: np.ndarray | None,
-                    query_tf: bool = True):
+    def bm25_search(
+        self,
+        parts: QueryParts,
+        support_weight: float,
+        depth: int,
+        allowed: np.ndarray | None,
+        query_tf: bool = True,
+    ):
         mask = allowed[self.bm25.ids] if allowed is not None else None
         return top_k(self.bm25_scores(parts, support_weight, query_tf), self.bm25.ids, depth, mask)
 
@@ -139,8 +171,14 @@ class Searcher:
         norm = np.linalg.norm(vec)
         return (vec / norm if norm > 0 else vec).astype(np.float32)
 
-    def dense_search(self, parts: QueryParts, support_weight: float, depth: int, allowed: np.ndarray | None,
-                     timings: dict | None = None):
+    def dense_search(
+        self,
+        parts: QueryParts,
+        support_weight: float,
+        depth: int,
+        allowed: np.ndarray | None,
+        timings: dict | None = None,
+    ):
         t = time.perf_counter()
         q = self.query_vector(parts, support_weight)[None, :]
         if timings is not None:
@@ -156,7 +194,9 @@ class Searcher:
         k = min(depth, self.faiss_index.ntotal)
         if k <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        scores, ids = self.faiss_index.search(np.ascontiguousarray(q, dtype=np.float32), k, params=params)
+        scores, ids = self.faiss_index.search(
+            np.ascontiguousarray(q, dtype=np.float32), k, params=params
+        )
         keep = ids[0] >= 0
         return ids[0][keep].astype(np.int64), scores[0][keep].astype(np.float32)
 

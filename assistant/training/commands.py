@@ -29,24 +29,49 @@ def _parse_mix(ctx, param, value: str | None) -> tuple[float, float, float] | No
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected three numbers like 0.75,0.1,0.15") from None
     if len(mix) != 3 or min(mix) < 0 or abs(sum(mix) - 1.0) > 0.01:
-        raise click.BadParameter(f"{value!r}: expected three non-negative shares summing to 1 (ict,title,keywords)")
+        raise click.BadParameter(
+            f"{value!r}: expected three non-negative shares summing to 1 (ict,title,keywords)"
+        )
     return mix
 
 
 def _common_options(func):
     options = [
-        click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None,
-                     help="Library database (default: global --db / $ASSISTANT_DB)."),
-        click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-                     help="Where the ONNX model folder is written (default: models dir/<name>)."),
+        click.option(
+            "--db",
+            "db_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Library database (default: global --db / $ASSISTANT_DB).",
+        ),
+        click.option(
+            "--out",
+            "out_dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Where the ONNX model folder is written (default: models dir/<name>).",
+        ),
         click.option("--name", default=None, help="Model name (folder name under the models dir)."),
-        click.option("--work-dir", type=click.Path(file_okay=False), default=None,
-                     help="Training data + checkpoints (resumed when present)."),
+        click.option(
+            "--work-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Training data + checkpoints (resumed when present).",
+        ),
         click.option("--max-steps", type=int, default=None, help="Hard cap on optimiser steps."),
-        click.option("--max-minutes", type=float, default=None, help="Hard cap on training wall time."),
-        click.option("--queries", "n_queries", type=int, default=None, help="Pseudo-queries to generate."),
-        click.option("--query-mix", callback=_parse_mix, default=None, metavar="ICT,TITLE,KEYWORDS",
-                     help="Shares of inverse-cloze, title and keyword pseudo-queries (default 0.75,0.1,0.15)."),
+        click.option(
+            "--max-minutes", type=float, default=None, help="Hard cap on training wall time."
+        ),
+        click.option(
+            "--queries", "n_queries", type=int, default=None, help="Pseudo-queries to generate."
+        ),
+        click.option(
+            "--query-mix",
+            callback=_parse_mix,
+            default=None,
+            metavar="ICT,TITLE,KEYWORDS",
+            help="Shares of inverse-cloze, title and keyword pseudo-queries (default 0.75,0.1,0.15).",
+        ),
         click.option("--batch", "batch", type=int, default=None, help="Queries per step."),
         click.option("--lr", type=float, default=None, help="Peak learning rate."),
         click.option("--epochs", type=float, default=None, help="Passes over the training set."),
@@ -54,8 +79,12 @@ def _common_options(func):
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto"),
         click.option("--threads", type=int, default=None, help="Torch threads (default 2)."),
         click.option("--no-resume", is_flag=True, help="Ignore an existing checkpoint."),
-        click.option("--blacklist", type=click.Path(dir_okay=False), default=None,
-                     help="DOIs never trained on (default: ACM-CR blacklist of ../shared/data)."),
+        click.option(
+            "--blacklist",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="DOIs never trained on (default: ACM-CR blacklist of ../shared/data).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -92,25 +121,77 @@ def _train_on_library(ctx, db_path, train, opts) -> None:
 @click.option("--max-length", type=int, default=None, help="Tokens per (query, document) pair.")
 @click.option("--hard-negatives", "n_hard", type=int, default=None)
 @click.option("--random-negatives", "n_random", type=int, default=None)
-@click.option("--negatives", type=click.Choice(["auto", "bm25"]), default=None,
-              help="Hard negatives: the fused prefilter when indexed (auto) or BM25 over the library.")
-@click.option("--group-negatives", type=int, default=None, help="Negatives per query used in training.")
-@click.option("--freeze-layers", type=int, default=None, help="Bottom transformer layers kept frozen.")
+@click.option(
+    "--negatives",
+    type=click.Choice(["auto", "bm25"]),
+    default=None,
+    help="Hard negatives: the fused prefilter when indexed (auto) or BM25 over the library.",
+)
+@click.option(
+    "--group-negatives", type=int, default=None, help="Negatives per query used in training."
+)
+@click.option(
+    "--freeze-layers", type=int, default=None, help="Bottom transformer layers kept frozen."
+)
 @click.option("--head-lr", type=float, default=None, help="Learning rate of the new scoring head.")
 @click.option("--no-quantize", is_flag=True, help="Skip the int8 ONNX file.")
 @click.pass_context
-def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, query_mix, batch, lr,
-                   epochs, seed, device, threads, no_resume, blacklist, max_length, n_hard, n_random,
-                   negatives, group_negatives, freeze_layers, head_lr, no_quantize):
+def train_reranker(
+    ctx,
+    db_path,
+    out_dir,
+    name,
+    work_dir,
+    max_steps,
+    max_minutes,
+    n_queries,
+    query_mix,
+    batch,
+    lr,
+    epochs,
+    seed,
+    device,
+    threads,
+    no_resume,
+    blacklist,
+    max_length,
+    n_hard,
+    n_random,
+    negatives,
+    group_negatives,
+    freeze_layers,
+    head_lr,
+    no_quantize,
+):
     """Train a cross-encoder reranker on the library's own (pseudo-)queries; export ONNX."""
     from assistant.training.reranker import RerankerOptions
     from assistant.training.reranker import train_reranker as run
 
     opts = RerankerOptions()
-    _apply(opts, out_dir=out_dir, name=name, work_dir=work_dir, max_steps=max_steps, max_minutes=max_minutes,
-           n_queries=n_queries, query_mix=query_mix, batch_queries=batch, lr=lr, epochs=epochs, seed=seed, device=device,
-           threads=threads, blacklist=blacklist, max_length=max_length, n_hard=n_hard, n_random=n_random,
-           negatives=negatives, group_negatives=group_negatives, freeze_layers=freeze_layers, head_lr=head_lr)
+    _apply(
+        opts,
+        out_dir=out_dir,
+        name=name,
+        work_dir=work_dir,
+        max_steps=max_steps,
+        max_minutes=max_minutes,
+        n_queries=n_queries,
+        query_mix=query_mix,
+        batch_queries=batch,
+        lr=lr,
+        epochs=epochs,
+        seed=seed,
+        device=device,
+        threads=threads,
+        blacklist=blacklist,
+        max_length=max_length,
+        n_hard=n_hard,
+        n_random=n_random,
+        negatives=negatives,
+        group_negatives=group_negatives,
+        freeze_layers=freeze_layers,
+        head_lr=head_lr,
+    )
     opts.resume = not no_resume
     opts.quantize = not no_quantize
     _train_on_library(ctx, db_path, run, opts)
@@ -119,19 +200,59 @@ def train_reranker(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes
 @click.command("encoder")
 @_common_options
 @click.option("--base", "base", default=None, help="Base encoder weights ('minilm' or a folder).")
-@click.option("--max-length", type=int, default=None,
-              help="Tokens per text in training and in the exported model (default: the library index's, 128).")
+@click.option(
+    "--max-length",
+    type=int,
+    default=None,
+    help="Tokens per text in training and in the exported model (default: the library index's, 128).",
+)
 @click.option("--no-reindex", is_flag=True, help="Do not rebuild the library's index afterwards.")
 @click.pass_context
-def train_encoder(ctx, db_path, out_dir, name, work_dir, max_steps, max_minutes, n_queries, query_mix, batch, lr,
-                  epochs, seed, device, threads, no_resume, blacklist, base, max_length, no_reindex):
+def train_encoder(
+    ctx,
+    db_path,
+    out_dir,
+    name,
+    work_dir,
+    max_steps,
+    max_minutes,
+    n_queries,
+    query_mix,
+    batch,
+    lr,
+    epochs,
+    seed,
+    device,
+    threads,
+    no_resume,
+    blacklist,
+    base,
+    max_length,
+    no_reindex,
+):
     """Adapt the bi-encoder to the library (citation graph + pseudo-queries, InfoNCE); re-export and re-index."""
     from assistant.training.encoder import EncoderOptions, adapt_encoder
 
     opts = EncoderOptions()
-    _apply(opts, out_dir=out_dir, name=name, work_dir=work_dir, max_steps=max_steps, max_minutes=max_minutes,
-           n_queries=n_queries, query_mix=query_mix, batch_size=batch, lr=lr, epochs=epochs, seed=seed, device=device,
-           threads=threads, blacklist=blacklist, base_model=base, max_length=max_length)
+    _apply(
+        opts,
+        out_dir=out_dir,
+        name=name,
+        work_dir=work_dir,
+        max_steps=max_steps,
+        max_minutes=max_minutes,
+        n_queries=n_queries,
+        query_mix=query_mix,
+        batch_size=batch,
+        lr=lr,
+        epochs=epochs,
+        seed=seed,
+        device=device,
+        threads=threads,
+        blacklist=blacklist,
+        base_model=base,
+        max_length=max_length,
+    )
     opts.resume = not no_resume
     opts.reindex = not no_reindex
     _train_on_library(ctx, db_path, adapt_encoder, opts)

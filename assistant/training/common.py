@@ -77,7 +77,9 @@ def start_run(opts) -> RunSetup:
     from assistant.config import models_dir
 
     out = Path(opts.out_dir).expanduser() if opts.out_dir else models_dir() / opts.name
-    work = Path(opts.work_dir).expanduser() if opts.work_dir else models_dir() / ".train" / opts.name
+    work = (
+        Path(opts.work_dir).expanduser() if opts.work_dir else models_dir() / ".train" / opts.name
+    )
     work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     device = pick_device(opts.device)
@@ -140,7 +142,9 @@ def base_model_path(name: str = "minilm") -> Path:
 class Budget:
     """Hard caps on steps and wall minutes, plus the caller's cancel flag."""
 
-    def __init__(self, max_steps: int | None, max_minutes: float | None, cancelled: CancelledFn | None):
+    def __init__(
+        self, max_steps: int | None, max_minutes: float | None, cancelled: CancelledFn | None
+    ):
         self.max_steps = max_steps
         self.deadline = time.monotonic() + max_minutes * 60 if max_minutes else None
         self.cancelled = cancelled
@@ -191,8 +195,9 @@ def read_jsonl(path: Path) -> Iterator[dict]:
         raise TrainingError(str(exc)) from exc
 
 
-def save_checkpoint(work_dir: Path, model, tokenizer, optimizer, scheduler, step: int,
-                    extra: dict[str, Any]) -> Path:
+def save_checkpoint(
+    work_dir: Path, model, tokenizer, optimizer, scheduler, step: int, extra: dict[str, Any]
+) -> Path:
     """Save weights (HF format) + optimiser/scheduler/RNG state; atomic via a temp dir."""
     import numpy as np
     import torch
@@ -208,8 +213,11 @@ def save_checkpoint(work_dir: Path, model, tokenizer, optimizer, scheduler, step
         "step": step,
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
-        "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
-                "torch": torch.get_rng_state()},
+        "rng": {
+            "python": random.getstate(),
+            "numpy": np.random.get_state(),
+            "torch": torch.get_rng_state(),
+        },
         "extra": extra,
     }
     torch.save(state, tmp / STATE_FILE)
@@ -234,7 +242,9 @@ def load_checkpoint_state(work_dir: Path) -> dict[str, Any] | None:
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def resumable_state(opts: Any, work_dir: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
+def resumable_state(
+    opts: Any, work_dir: Path, fingerprint: dict[str, Any]
+) -> dict[str, Any] | None:
     """The work dir's checkpoint state if ``opts.resume`` and it was trained on the same
     training set (``fingerprint``, see :func:`training_set_fingerprint`); otherwise None: a
     fresh start, with a warning when a checkpoint had to be ignored."""
@@ -242,8 +252,11 @@ def resumable_state(opts: Any, work_dir: Path, fingerprint: dict[str, Any]) -> d
     if state is None:
         return None
     if json.loads(json.dumps(state["extra"].get("data"))) != fingerprint:
-        log.warning("checkpoint in %s was trained on another training set (other options or the library "
-                    "changed since): starting afresh", work_dir)
+        log.warning(
+            "checkpoint in %s was trained on another training set (other options or the library "
+            "changed since): starting afresh",
+            work_dir,
+        )
         return None
     return state
 
@@ -256,8 +269,9 @@ def restore_training(state: dict[str, Any], optimizer, scheduler) -> tuple[int, 
     return int(state["step"]), list(state["extra"].get("losses", []))
 
 
-def plan_steps(n_examples: int, batch: int, epochs: float, max_steps: int | None,
-               state: dict[str, Any] | None) -> tuple[int, int]:
+def plan_steps(
+    n_examples: int, batch: int, epochs: float, max_steps: int | None, state: dict[str, Any] | None
+) -> tuple[int, int]:
     """``(steps_per_epoch, total_steps)`` of a run; a resumed run keeps its checkpoint's total
     (so its learning-rate schedule continues unchanged)."""
     steps_per_epoch = math.ceil(n_examples / batch)
@@ -269,15 +283,25 @@ def plan_steps(n_examples: int, batch: int, epochs: float, max_steps: int | None
     return steps_per_epoch, total
 
 
-def record_result(report: TrainReport, result: "LoopResult", total: int, steps_per_epoch: int,
-                  epochs: float, batch: int, n_examples: int) -> None:
+def record_result(
+    report: TrainReport,
+    result: LoopResult,
+    total: int,
+    steps_per_epoch: int,
+    epochs: float,
+    batch: int,
+    n_examples: int,
+) -> None:
     """Copy a finished ``train_loop`` into ``report`` (a step cap that covers every planned
     epoch counts as ``completed``)."""
     reason = result.reason
     if reason == "max_steps" and result.step >= steps_per_epoch * epochs:
         reason = "completed"
     report.stopped_reason, report.steps_done, report.total_steps = reason, result.step, total
-    report.loss_history, report.final_loss = result.losses, (result.losses[-1] if result.losses else None)
+    report.loss_history, report.final_loss = (
+        result.losses,
+        (result.losses[-1] if result.losses else None),
+    )
     report.epochs = round(result.step * batch / n_examples, 3)
 
 
@@ -310,28 +334,42 @@ def training_set_fingerprint(opts: Any, keys: Iterable[str], corpus) -> dict[str
     return json.loads(json.dumps(fingerprint))  # tuples -> lists, as stored in JSON
 
 
-def load_training_set(work_dir: Path, fingerprint: dict[str, Any]) -> tuple[list[dict], dict] | None:
+def load_training_set(
+    work_dir: Path, fingerprint: dict[str, Any]
+) -> tuple[list[dict], dict] | None:
     """``(rows, stats)`` stored in ``work_dir`` for this fingerprint, or None."""
     ex_path, meta_path = work_dir / EXAMPLES_FILE, work_dir / TRAINING_SET_FILE
     if not (ex_path.is_file() and meta_path.is_file()):
         return None
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     if meta.get("fingerprint") != fingerprint:
-        log.info("training set in %s was made from other options or library: mining a new one", work_dir)
+        log.info(
+            "training set in %s was made from other options or library: mining a new one", work_dir
+        )
         return None
     return list(read_jsonl(ex_path)), meta["stats"]
 
 
-def save_training_set(work_dir: Path, rows: list[dict], fingerprint: dict[str, Any], stats: dict) -> None:
+def save_training_set(
+    work_dir: Path, rows: list[dict], fingerprint: dict[str, Any], stats: dict
+) -> None:
     work_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(work_dir / EXAMPLES_FILE, rows)
-    (work_dir / TRAINING_SET_FILE).write_text(json.dumps({"fingerprint": fingerprint, "stats": stats}, indent=2),
-                                              encoding="utf-8")
+    (work_dir / TRAINING_SET_FILE).write_text(
+        json.dumps({"fingerprint": fingerprint, "stats": stats}, indent=2), encoding="utf-8"
+    )
 
 
-def make_optimizer(model, lr: float, weight_decay: float, total: int, warmup: float,
-                   freeze_word_embeddings: bool = True, head_lr: float | None = None,
-                   head_names: tuple[str, ...] = ("classifier", "pooler")):
+def make_optimizer(
+    model,
+    lr: float,
+    weight_decay: float,
+    total: int,
+    warmup: float,
+    freeze_word_embeddings: bool = True,
+    head_lr: float | None = None,
+    head_names: tuple[str, ...] = ("classifier", "pooler"),
+):
     """AdamW (no decay on biases/LayerNorm) + linear warm-up/decay; word embeddings frozen.
 
     ``head_lr``: a higher learning rate for the freshly initialised head (``head_names``).
@@ -345,18 +383,29 @@ def make_optimizer(model, lr: float, weight_decay: float, total: int, warmup: fl
     no_decay = ("bias", "LayerNorm.weight", "layer_norm")
     groups = []
     for is_head in (False, True):
-        named = [(n, p) for n, p in model.named_parameters()
-                 if p.requires_grad and (any(h in n for h in head_names) == is_head)]
+        named = [
+            (n, p)
+            for n, p in model.named_parameters()
+            if p.requires_grad and (any(h in n for h in head_names) == is_head)
+        ]
         group_lr = head_lr if (is_head and head_lr) else lr
         groups += [
-            {"params": [p for n, p in named if not any(k in n for k in no_decay)],
-             "weight_decay": weight_decay, "lr": group_lr},
-            {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0, "lr": group_lr},
+            {
+                "params": [p for n, p in named if not any(k in n for k in no_decay)],
+                "weight_decay": weight_decay,
+                "lr": group_lr,
+            },
+            {
+                "params": [p for n, p in named if any(k in n for k in no_decay)],
+                "weight_decay": 0.0,
+                "lr": group_lr,
+            },
         ]
     optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
     warm = max(1, int(warmup * total))
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
+        optimizer, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm)))
+    )
     return optimizer, scheduler
 
 
@@ -392,10 +441,25 @@ class LoopResult:
     losses: list[float]
 
 
-def train_loop(model, tokenizer, optimizer, scheduler, work_dir: Path, loss_fn: Callable[[list[int]], Any],
-               n_examples: int, batch: int, seed: int, total: int, step: int, losses: list[float],
-               budget: Budget, extra: dict[str, Any], checkpoint_every: int, checkpoint_minutes: float,
-               progress: ProgressFn | None = None) -> LoopResult:
+def train_loop(
+    model,
+    tokenizer,
+    optimizer,
+    scheduler,
+    work_dir: Path,
+    loss_fn: Callable[[list[int]], Any],
+    n_examples: int,
+    batch: int,
+    seed: int,
+    total: int,
+    step: int,
+    losses: list[float],
+    budget: Budget,
+    extra: dict[str, Any],
+    checkpoint_every: int,
+    checkpoint_minutes: float,
+    progress: ProgressFn | None = None,
+) -> LoopResult:
     """The optimisation loop shared by the trainers: steps, clipping, logging, checkpoints, caps."""
     import torch
 
@@ -419,9 +483,14 @@ def train_loop(model, tokenizer, optimizer, scheduler, work_dir: Path, loss_fn: 
             if progress:
                 progress(step, total, f"loss {losses[-1]:.4f}")
         reason = budget.stop_reason(step)
-        if (reason is not None or step % checkpoint_every == 0
-                or time.monotonic() - last_ckpt > checkpoint_minutes * 60):
-            save_checkpoint(work_dir, model, tokenizer, optimizer, scheduler, step, {**extra, "losses": losses})
+        if (
+            reason is not None
+            or step % checkpoint_every == 0
+            or time.monotonic() - last_ckpt > checkpoint_minutes * 60
+        ):
+            save_checkpoint(
+                work_dir, model, tokenizer, optimizer, scheduler, step, {**extra, "losses": losses}
+            )
             last_ckpt = time.monotonic()
     if window:
         losses.append(round(sum(window) / len(window), 4))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from assistant.config import REPO_ROOT
 from assistant.library.models import TITLE_ABSTRACT_SEP, Citation, Paper
+
 # one marker stripper / sentence splitter for queries at training and at recommendation time
 from assistant.retrieval.query import split_sentences
 from assistant.retrieval.query import strip_citation_markers as strip_markers
@@ -51,14 +52,22 @@ def load_blacklist(path: Path | str | None = None) -> set[str]:
     if not path.is_file():
         log.warning("blacklist %s not found: no paper excluded", path)
         return set()
-    return {normalise_doi(line) for line in path.read_text(encoding="utf-8").split() if line.strip()}
+    return {
+        normalise_doi(line) for line in path.read_text(encoding="utf-8").split() if line.strip()
+    }
 
 
 def normalise_doi(doi: str | None) -> str:
     doi = (doi or "").strip().lower()
-    for prefix in ("https://doi.org/", "http://doi.org/", "http://dx.doi.org/", "https://dx.doi.org/", "doi:"):
+    for prefix in (
+        "https://doi.org/",
+        "http://doi.org/",
+        "http://dx.doi.org/",
+        "https://dx.doi.org/",
+        "doi:",
+    ):
         if doi.startswith(prefix):
-            doi = doi[len(prefix):]
+            doi = doi[len(prefix) :]
     return doi
 
 
@@ -110,7 +119,9 @@ class Corpus:
             doc = self.docs[pid]
             record = f"{pid}\x1f{doc.title}\x1f{doc.abstract}\x1f{'; '.join(doc.keywords)}\x1e"
             h.update(record.encode("utf-8", "replace"))
-        for citing, cited, context in sorted((c.citing_id, c.cited_id, c.context) for c in self.citations):
+        for citing, cited, context in sorted(
+            (c.citing_id, c.cited_id, c.context) for c in self.citations
+        ):
             h.update(f"{citing}>{cited}\x1f{context}\x1e".encode("utf-8", "replace"))
         return h.hexdigest()[:16]
 
@@ -123,9 +134,12 @@ def _is_eval_source(paper: Paper) -> bool:
     return False
 
 
-def build_corpus(papers: Iterable[Paper], blacklist: set[str],
-                 citations_from: Callable[[int], list[Citation]] | None = None,
-                 min_abstract_chars: int = 80) -> Corpus:
+def build_corpus(
+    papers: Iterable[Paper],
+    blacklist: set[str],
+    citations_from: Callable[[int], list[Citation]] | None = None,
+    min_abstract_chars: int = 80,
+) -> Corpus:
     """Collect trainable papers; citation edges from non-blacklisted, non-evaluation manuscripts."""
     docs: dict[int, DocRecord] = {}
     citing_ok: list[int] = []
@@ -158,7 +172,9 @@ def build_corpus(papers: Iterable[Paper], blacklist: set[str],
 
 def corpus_from_library(library, blacklist: set[str], min_abstract_chars: int = 80) -> Corpus:
     """``build_corpus`` over a :class:`assistant.library.store.Library`."""
-    return build_corpus(library.iter_papers(), blacklist, library.citations_from, min_abstract_chars)
+    return build_corpus(
+        library.iter_papers(), blacklist, library.citations_from, min_abstract_chars
+    )
 
 
 @dataclass
@@ -174,13 +190,19 @@ class PseudoQuery:
 DEFAULT_QUERY_MIX = (0.75, 0.1, 0.15)
 
 
-def make_queries(corpus: Corpus, n_queries: int, rng: random.Random,
-                 mix: tuple[float, float, float] = DEFAULT_QUERY_MIX) -> list[PseudoQuery]:
+def make_queries(
+    corpus: Corpus,
+    n_queries: int,
+    rng: random.Random,
+    mix: tuple[float, float, float] = DEFAULT_QUERY_MIX,
+) -> list[PseudoQuery]:
     """Pseudo-queries: every citation context, then ICT/title/keyword queries up to ``n_queries``.
 
     ``mix``: the shares (ict, title, keywords) of the pseudo-queries.
     """
-    queries = [PseudoQuery(strip_markers(c.context), c.cited_id, "citation") for c in corpus.citations]
+    queries = [
+        PseudoQuery(strip_markers(c.context), c.cited_id, "citation") for c in corpus.citations
+    ]
     queries = [q for q in queries if len(q.text) >= 20]
     ids = corpus.ids
     rng.shuffle(ids)
@@ -205,11 +227,11 @@ def make_queries(corpus: Corpus, n_queries: int, rng: random.Random,
             if span < 1:
                 continue
             start = rng.randrange(0, len(sents) - span + 1)
-            picked = sents[start:start + span]
+            picked = sents[start : start + span]
             if not 6 <= sum(len(s.split()) for s in picked) <= 120:
                 continue
             queries.append(PseudoQuery(" ".join(picked), doc.id, "ict", drop=picked))
-    return queries[:max(n_queries, len(corpus.citations))]
+    return queries[: max(n_queries, len(corpus.citations))]
 
 
 class Bm25Candidates:
@@ -221,7 +243,9 @@ class Bm25Candidates:
         self.ids = corpus.ids
         texts = [corpus.docs[i].lexical() for i in self.ids]
         self.retriever = bm25s.BM25()
-        self.retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        self.retriever.index(
+            bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
+        )
 
     def batch(self, queries: list[str], k: int) -> list[list[int]]:
         import bm25s
@@ -232,8 +256,9 @@ class Bm25Candidates:
         return [[self.ids[j] for j in row] for row in docs.tolist()]
 
 
-def prefilter_candidates(library, corpus: Corpus, use_index: bool = True
-                         ) -> Callable[[list[str], int], list[list[int]]]:
+def prefilter_candidates(
+    library, corpus: Corpus, use_index: bool = True
+) -> Callable[[list[str], int], list[list[int]]]:
     """The library's real fused prefilter when its index exists, else BM25 over the corpus.
 
     ("Strict" regime: negatives are what the first stage really retrieves for the query.)
@@ -252,14 +277,23 @@ def prefilter_candidates(library, corpus: Corpus, use_index: bool = True
             log.info("hard negatives from the library's fused prefilter")
             return batch
         except Exception as exc:  # no index yet / out of date: fall back and say why
-            log.warning("fused prefilter unavailable (%s); hard negatives from BM25 over the corpus", exc)
+            log.warning(
+                "fused prefilter unavailable (%s); hard negatives from BM25 over the corpus", exc
+            )
     return Bm25Candidates(corpus).batch
 
 
-def add_negatives(queries: list[PseudoQuery], corpus: Corpus,
-                  candidates: Callable[[list[str], int], list[list[int]]], n_hard: int, n_random: int,
-                  rng: random.Random, depth: int = 50, batch_size: int = 256,
-                  progress: Callable[[int, int, str], None] | None = None) -> list[dict]:
+def add_negatives(
+    queries: list[PseudoQuery],
+    corpus: Corpus,
+    candidates: Callable[[list[str], int], list[list[int]]],
+    n_hard: int,
+    n_random: int,
+    rng: random.Random,
+    depth: int = 50,
+    batch_size: int = 256,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[dict]:
     """One listwise example per query: positive + ``n_hard`` prefilter + ``n_random`` random negatives.
 
     Negatives never share the positive's (normalised) title, so duplicates are not punished.
@@ -267,12 +301,17 @@ def add_negatives(queries: list[PseudoQuery], corpus: Corpus,
     ids = corpus.ids
     out: list[dict] = []
     for start in range(0, len(queries), batch_size):
-        chunk = queries[start:start + batch_size]
+        chunk = queries[start : start + batch_size]
         ranked = candidates([q.text for q in chunk], depth + 1)
         for q, cand in zip(chunk, ranked):
             pos_key = title_key(corpus.docs[q.positive].title)
-            pool = [c for c in cand if c != q.positive and c in corpus.docs
-                    and title_key(corpus.docs[c].title) != pos_key]
+            pool = [
+                c
+                for c in cand
+                if c != q.positive
+                and c in corpus.docs
+                and title_key(corpus.docs[c].title) != pos_key
+            ]
             hard = pool[:n_hard] if len(pool) <= n_hard else _biased_sample(pool, n_hard, rng)
             negs = list(hard)
             while len(negs) < n_hard + n_random and len(ids) > len(negs) + 1:
@@ -281,9 +320,17 @@ def add_negatives(queries: list[PseudoQuery], corpus: Corpus,
                     negs.append(c)
             if not negs:
                 continue
-            out.append({"q": q.text, "pos": q.positive, "negs": negs, "kind": q.kind,
-                        "drop": q.drop, "drop_title": q.drop_title,
-                        "pos_rank": (cand.index(q.positive) + 1) if q.positive in cand else None})
+            out.append(
+                {
+                    "q": q.text,
+                    "pos": q.positive,
+                    "negs": negs,
+                    "kind": q.kind,
+                    "drop": q.drop,
+                    "drop_title": q.drop_title,
+                    "pos_rank": (cand.index(q.positive) + 1) if q.positive in cand else None,
+                }
+            )
         if progress:
             progress(min(start + batch_size, len(queries)), len(queries), "mining hard negatives")
     return out

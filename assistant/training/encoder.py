@@ -40,10 +40,15 @@ class EncoderOptions:
     base_model: str = "minilm"
     n_queries: int | None = None  # training pairs; default min(20000, 2 * usable papers)
     query_mix: tuple[float, float, float] = data.DEFAULT_QUERY_MIX  # ict, title, keywords
-    pos_ranks: tuple[int, int] = (1, 4)  # graph neighbours at ranks [1, 4) (rank 0 = nearest, skipped)
+    pos_ranks: tuple[int, int] = (
+        1,
+        4,
+    )  # graph neighbours at ranks [1, 4) (rank 0 = nearest, skipped)
     neg_ranks: tuple[int, int] = (12, 40)  # far band; pos_ranks[1] + margin <= neg_ranks[0]
     min_margin: int = 5
-    max_length: int | None = None  # None: the library index's length (128 by default), so re-indexing matches
+    max_length: int | None = (
+        None  # None: the library index's length (128 by default), so re-indexing matches
+    )
     batch_size: int = 16
     epochs: float = 1.0
     lr: float = 2e-5
@@ -91,8 +96,10 @@ def graph_embedding(corpus: data.Corpus, dim: int = 64) -> tuple[list[int], np.n
 def graph_triplets(corpus: data.Corpus, opts: EncoderOptions, rng: random.Random) -> list[dict]:
     """(anchor, positive, hard negative) paper triplets from the citation-graph embedding."""
     if opts.neg_ranks[0] < opts.pos_ranks[1] + opts.min_margin:
-        raise TrainingError(f"neg_ranks {opts.neg_ranks} must start >= pos_ranks end + margin "
-                            f"({opts.pos_ranks[1]} + {opts.min_margin})")
+        raise TrainingError(
+            f"neg_ranks {opts.neg_ranks} must start >= pos_ranks end + margin "
+            f"({opts.pos_ranks[1]} + {opts.min_margin})"
+        )
     nodes, emb = graph_embedding(corpus)
     nodes_ok = [i for i, n in enumerate(nodes) if n in corpus.docs]
     if len(nodes_ok) < opts.neg_ranks[0] + 2:
@@ -102,37 +109,64 @@ def graph_triplets(corpus: data.Corpus, opts: EncoderOptions, rng: random.Random
     for row, i in enumerate(nodes_ok):
         sims = sub @ sub[row]
         order = [j for j in np.argsort(-sims) if j != row]
-        pos_band = order[opts.pos_ranks[0]:opts.pos_ranks[1]]
-        neg_band = order[opts.neg_ranks[0]:opts.neg_ranks[1]]
+        pos_band = order[opts.pos_ranks[0] : opts.pos_ranks[1]]
+        neg_band = order[opts.neg_ranks[0] : opts.neg_ranks[1]]
         if not pos_band or not neg_band:
             continue
         anchor = nodes[i]
-        out.append({"kind": "graph", "anchor": anchor, "pos": nodes[nodes_ok[rng.choice(pos_band)]],
-                    "neg": nodes[nodes_ok[rng.choice(neg_band)]]})
+        out.append(
+            {
+                "kind": "graph",
+                "anchor": anchor,
+                "pos": nodes[nodes_ok[rng.choice(pos_band)]],
+                "neg": nodes[nodes_ok[rng.choice(neg_band)]],
+            }
+        )
     return out
 
 
-def query_triplets(corpus: data.Corpus, n: int, opts: EncoderOptions, rng: random.Random,
-                   library=None, progress: common.ProgressFn | None = None) -> list[dict]:
+def query_triplets(
+    corpus: data.Corpus,
+    n: int,
+    opts: EncoderOptions,
+    rng: random.Random,
+    library=None,
+    progress: common.ProgressFn | None = None,
+) -> list[dict]:
     """Pseudo-query triplets: query → its paper, hard negative from the prefilter's band.
     ``progress(done, total, message)`` is called after every 256 queries."""
-    queries = [q for q in data.make_queries(corpus, n, rng, tuple(opts.query_mix)) if q.kind != "citation"]
+    queries = [
+        q for q in data.make_queries(corpus, n, rng, tuple(opts.query_mix)) if q.kind != "citation"
+    ]
     candidates = data.prefilter_candidates(library, corpus)
     out: list[dict] = []
     lo, hi = 3, 30  # skip the very top (often true matches for short queries), sample below
     for start in range(0, len(queries), 256):
-        chunk = queries[start:start + 256]
+        chunk = queries[start : start + 256]
         for q, cand in zip(chunk, candidates([q.text for q in chunk], hi + 1)):
             key = data.title_key(corpus.docs[q.positive].title)
             # the prefilter ranks the whole library: keep trainable papers only (never blacklisted
             # or abstract-less ones), and never a duplicate of the positive
-            band = [c for c in cand[lo:hi] if c != q.positive and c in corpus.docs
-                    and data.title_key(corpus.docs[c].title) != key]
+            band = [
+                c
+                for c in cand[lo:hi]
+                if c != q.positive
+                and c in corpus.docs
+                and data.title_key(corpus.docs[c].title) != key
+            ]
             neg = rng.choice(band) if band else rng.choice(corpus.ids)
             if neg == q.positive:
                 continue
-            out.append({"kind": q.kind, "q": q.text, "pos": q.positive, "neg": neg,
-                        "drop": q.drop, "drop_title": q.drop_title})
+            out.append(
+                {
+                    "kind": q.kind,
+                    "q": q.text,
+                    "pos": q.positive,
+                    "neg": neg,
+                    "drop": q.drop,
+                    "drop_title": q.drop_title,
+                }
+            )
         if progress:
             progress(min(start + 256, len(queries)), len(queries), "mining hard negatives")
     return out
@@ -155,14 +189,21 @@ def planned_pairs(opts: EncoderOptions, usable_papers: int, device: str = "cpu")
     return max(n, opts.batch_size)
 
 
-def prepare_triplets(library, opts: EncoderOptions, work_dir: Path, progress: common.ProgressFn | None = None,
-                     device: str = "cpu") -> tuple[list[dict], data.Corpus, dict, dict]:
+def prepare_triplets(
+    library,
+    opts: EncoderOptions,
+    work_dir: Path,
+    progress: common.ProgressFn | None = None,
+    device: str = "cpu",
+) -> tuple[list[dict], data.Corpus, dict, dict]:
     """The training set (graph + pseudo-query triplets) with its stats and fingerprint, reused
     from ``work_dir`` when it was mined with the same options and size from the same library."""
     blacklist = data.load_blacklist(opts.blacklist)
     corpus = data.corpus_from_library(library, blacklist)
     if len(corpus.docs) < 8:
-        raise TrainingError(f"only {len(corpus.docs)} usable papers (title + abstract): import more papers")
+        raise TrainingError(
+            f"only {len(corpus.docs)} usable papers (title + abstract): import more papers"
+        )
     n = opts.n_queries or planned_pairs(opts, len(corpus.docs), device)
     fingerprint = {**common.training_set_fingerprint(opts, DATA_KEYS, corpus), "planned": n}
     stored = common.load_training_set(work_dir, fingerprint)
@@ -177,9 +218,13 @@ def prepare_triplets(library, opts: EncoderOptions, work_dir: Path, progress: co
     kinds: dict[str, int] = {}
     for r in rows:
         kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
-    stats = {"usable_papers": len(corpus.docs), "citation_edges": len(corpus.citations),
-             "examples": len(rows), "kinds": kinds,
-             "excluded_blacklisted_or_eval": corpus.excluded_blacklisted}
+    stats = {
+        "usable_papers": len(corpus.docs),
+        "citation_edges": len(corpus.citations),
+        "examples": len(rows),
+        "kinds": kinds,
+        "excluded_blacklisted_or_eval": corpus.excluded_blacklisted,
+    }
     common.save_training_set(work_dir, rows, fingerprint, stats)
     return rows, corpus, stats, fingerprint
 
@@ -190,9 +235,12 @@ def _texts(row: dict, docs: dict[int, data.DocRecord]) -> tuple[str, str, str]:
     return anchor, pos, docs[row["neg"]].text()
 
 
-def adapt_encoder(library, options: EncoderOptions | None = None,
-                  progress: common.ProgressFn | None = None,
-                  cancelled: common.CancelledFn | None = None) -> TrainReport:
+def adapt_encoder(
+    library,
+    options: EncoderOptions | None = None,
+    progress: common.ProgressFn | None = None,
+    cancelled: common.CancelledFn | None = None,
+) -> TrainReport:
     """Fine-tune the bi-encoder on the library, export ONNX and (optionally) re-index."""
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -207,26 +255,33 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
     rows, corpus, stats, fingerprint = prepare_triplets(library, opts, work_dir, progress, device)
     if not rows:
         raise TrainingError("no training pair could be generated from this library")
-    report = TrainReport(kind="encoder", work_dir=str(work_dir), examples=len(rows), device=device,
-                         data_stats=stats)
+    report = TrainReport(
+        kind="encoder", work_dir=str(work_dir), examples=len(rows), device=device, data_stats=stats
+    )
     state = common.resumable_state(opts, work_dir, fingerprint)
-    src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
+    src = (
+        work_dir / common.CHECKPOINT_DIR
+        if state is not None
+        else common.base_model_path(opts.base_model)
+    )
     model = AutoModel.from_pretrained(str(src), local_files_only=True).to(device)
     tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=True)
 
     batch = min(opts.batch_size, len(rows))
     steps_per_epoch, total = common.plan_steps(len(rows), batch, opts.epochs, opts.max_steps, state)
     common.freeze_bottom_layers(model, opts.freeze_layers)
-    optimizer, scheduler = common.make_optimizer(model, opts.lr, opts.weight_decay, total, opts.warmup,
-                                                 opts.freeze_embeddings)
+    optimizer, scheduler = common.make_optimizer(
+        model, opts.lr, opts.weight_decay, total, opts.warmup, opts.freeze_embeddings
+    )
     step, losses = 0, []
     if state is not None:
         step, losses = common.restore_training(state, optimizer, scheduler)
         report.resumed_from_step = step
 
     def embed(texts: list[str]):
-        enc = tokenizer(texts, truncation=True, max_length=opts.max_length, padding=True,
-                        return_tensors="pt").to(device)
+        enc = tokenizer(
+            texts, truncation=True, max_length=opts.max_length, padding=True, return_tensors="pt"
+        ).to(device)
         out = model(**enc).last_hidden_state
         mask = enc["attention_mask"].unsqueeze(-1).to(out.dtype)
         pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
@@ -240,29 +295,66 @@ def adapt_encoder(library, options: EncoderOptions | None = None,
         logits = a @ c.T / opts.temperature  # in-batch positives of others + all hard negatives
         return torch.nn.functional.cross_entropy(logits, torch.arange(len(idx), device=device))
 
-    extra = {"data": fingerprint,
-             "total_steps": total, "options": json.loads(json.dumps(asdict(opts)))}
-    result = common.train_loop(model, tokenizer, optimizer, scheduler, work_dir, loss_fn, len(rows), batch,
-                               opts.seed, total, step, losses, Budget(total, opts.max_minutes, cancelled),
-                               extra, opts.checkpoint_every, opts.checkpoint_minutes, progress)
+    extra = {
+        "data": fingerprint,
+        "total_steps": total,
+        "options": json.loads(json.dumps(asdict(opts))),
+    }
+    result = common.train_loop(
+        model,
+        tokenizer,
+        optimizer,
+        scheduler,
+        work_dir,
+        loss_fn,
+        len(rows),
+        batch,
+        opts.seed,
+        total,
+        step,
+        losses,
+        Budget(total, opts.max_minutes, cancelled),
+        extra,
+        opts.checkpoint_every,
+        opts.checkpoint_minutes,
+        progress,
+    )
     common.record_result(report, result, total, steps_per_epoch, opts.epochs, batch, len(rows))
     if report.stopped_reason != "cancelled":
-        report.model_dir = str(export_encoder(model.to("cpu").eval(), tokenizer, out_dir, opts, stats, result.step))
+        report.model_dir = str(
+            export_encoder(model.to("cpu").eval(), tokenizer, out_dir, opts, stats, result.step)
+        )
         if opts.reindex:
             report.notes.append(_reindex(library, Path(report.model_dir), progress, cancelled))
     report.seconds = round(time.monotonic() - started, 1)
     return report
 
 
-def export_encoder(model, tokenizer, out_dir: Path, opts: EncoderOptions, stats: dict, step: int) -> Path:
+def export_encoder(
+    model, tokenizer, out_dir: Path, opts: EncoderOptions, stats: dict, step: int
+) -> Path:
     from assistant.inference.export import export_transformer
 
-    extra = {"training": {"recipe": "SciNCL-style InfoNCE (graph neighbours + pseudo-queries)",
-                          "steps": step, "data": stats, "base": opts.base_model}}
-    return export_transformer(model, tokenizer, out_dir, kind="encoder", pooling="mean",
-                              max_length=opts.max_length, quantize=opts.quantize, name=opts.name,
-                              source=f"adapted from {opts.base_model} on {stats.get('usable_papers')} papers",
-                              extra=extra)
+    extra = {
+        "training": {
+            "recipe": "SciNCL-style InfoNCE (graph neighbours + pseudo-queries)",
+            "steps": step,
+            "data": stats,
+            "base": opts.base_model,
+        }
+    }
+    return export_transformer(
+        model,
+        tokenizer,
+        out_dir,
+        kind="encoder",
+        pooling="mean",
+        max_length=opts.max_length,
+        quantize=opts.quantize,
+        name=opts.name,
+        source=f"adapted from {opts.base_model} on {stats.get('usable_papers')} papers",
+        extra=extra,
+    )
 
 
 def _index_max_length(library) -> int:

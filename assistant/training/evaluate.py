@@ -27,9 +27,16 @@ def _zscore(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / sd if sd > 0 else x - x.mean()
 
 
-def collect_candidates(library, dev_dir: Path, levels=("paragraph",), candidates: int = 100,
-                       limit: int | None = None, recommender=None, progress=None,
-                       use_dense: bool = True) -> tuple[list[dict], dict]:
+def collect_candidates(
+    library,
+    dev_dir: Path,
+    levels=("paragraph",),
+    candidates: int = 100,
+    limit: int | None = None,
+    recommender=None,
+    progress=None,
+    use_dense: bool = True,
+) -> tuple[list[dict], dict]:
     """Each dev query's fused top ``candidates`` (ids, fused scores, the reranker's query text)."""
     from assistant.evaluation.acm_cr import _find_blacklist, candidate_map
     from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
@@ -39,30 +46,48 @@ def collect_candidates(library, dev_dir: Path, levels=("paragraph",), candidates
     dev_dir = Path(dev_dir)
     by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
     doi_of = {pid: doi for doi, pid in by_doi.items()}
-    queries = [q for q in build_queries(load_collection(dev_dir), tuple(levels)) if q.cited_dois & by_doi.keys()]
+    queries = [
+        q
+        for q in build_queries(load_collection(dev_dir), tuple(levels))
+        if q.cited_dois & by_doi.keys()
+    ]
     if limit:
         queries = queries[:limit]
     config = PipelineConfig(use_intent=False, use_dense=use_dense)
     recommender = recommender or Recommender(library, config)
-    run_config = replace(config, exclude_ids=frozenset(others), exclude_cited=False, filter_by_year=False,
-                         depth=max(config.depth, candidates), candidates=candidates, dedupe=False)
+    run_config = replace(
+        config,
+        exclude_ids=frozenset(others),
+        exclude_cited=False,
+        filter_by_year=False,
+        depth=max(config.depth, candidates),
+        candidates=candidates,
+        dedupe=False,
+    )
     rows = []
     for n, q in enumerate(queries, 1):
         query = Query(text=q.text, mode="paragraph" if q.level == "paragraph" else "local")
         pre = recommender.prefilter(query, run_config)
         items = recommender._candidates(pre, run_config)[:candidates]
-        rows.append({"qid": q.qid, "level": q.level, "focus": pre.parts.focus,
-                     "ids": [int(it.paper.id) for it in items],
-                     "fused": [float(it.scores.get("fused", it.score)) for it in items],
-                     "texts": [it.paper.encoder_text() for it in items],
-                     "relevant": sorted(q.cited_dois & by_doi.keys())})
+        rows.append(
+            {
+                "qid": q.qid,
+                "level": q.level,
+                "focus": pre.parts.focus,
+                "ids": [int(it.paper.id) for it in items],
+                "fused": [float(it.scores.get("fused", it.score)) for it in items],
+                "texts": [it.paper.encoder_text() for it in items],
+                "relevant": sorted(q.cited_dois & by_doi.keys()),
+            }
+        )
         if progress:
             progress(n, len(queries), "prefilter")
     return rows, doi_of
 
 
-def collect_candidates_bm25(library, dev_dir: Path, levels=("paragraph",), candidates: int = 100,
-                            limit: int | None = None) -> tuple[list[dict], dict]:
+def collect_candidates_bm25(
+    library, dev_dir: Path, levels=("paragraph",), candidates: int = 100, limit: int | None = None
+) -> tuple[list[dict], dict]:
     """Fallback when the library has no index yet: BM25 (bm25s) over the protocol's candidates."""
     from assistant.evaluation.acm_cr import _find_blacklist, candidate_map
     from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
@@ -72,24 +97,41 @@ def collect_candidates_bm25(library, dev_dir: Path, levels=("paragraph",), candi
     by_doi, _others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
     doi_of = {pid: doi for doi, pid in by_doi.items()}
     papers = {p.id: p for p in library.get_many(list(doi_of))}
-    corpus = Corpus({i: DocRecord(i, p.title or "", p.abstract or "", list(p.keywords or []))
-                     for i, p in papers.items()})
+    corpus = Corpus(
+        {
+            i: DocRecord(i, p.title or "", p.abstract or "", list(p.keywords or []))
+            for i, p in papers.items()
+        }
+    )
     bm25 = Bm25Candidates(corpus)
-    queries = [q for q in build_queries(load_collection(dev_dir), tuple(levels)) if q.cited_dois & by_doi.keys()]
+    queries = [
+        q
+        for q in build_queries(load_collection(dev_dir), tuple(levels))
+        if q.cited_dois & by_doi.keys()
+    ]
     if limit:
         queries = queries[:limit]
     rows = []
     texts = [strip_markers(q.text) for q in queries]
     for q, text, ids in zip(queries, texts, bm25.batch(texts, candidates)):
         n = len(ids)
-        rows.append({"qid": q.qid, "level": q.level, "focus": text, "ids": ids,
-                     "fused": [float(n - r) for r in range(n)],  # rank-based stand-in score
-                     "texts": [papers[i].encoder_text() for i in ids],
-                     "relevant": sorted(q.cited_dois & by_doi.keys())})
+        rows.append(
+            {
+                "qid": q.qid,
+                "level": q.level,
+                "focus": text,
+                "ids": ids,
+                "fused": [float(n - r) for r in range(n)],  # rank-based stand-in score
+                "texts": [papers[i].encoder_text() for i in ids],
+                "relevant": sorted(q.cited_dois & by_doi.keys()),
+            }
+        )
     return rows, doi_of
 
 
-def _metrics(rows: list[dict], doi_of: dict[int, str], scores_key: str | None, alpha: float) -> dict:
+def _metrics(
+    rows: list[dict], doi_of: dict[int, str], scores_key: str | None, alpha: float
+) -> dict:
     from assistant.evaluation.metrics import mean_metrics, query_metrics
 
     out: dict[str, list] = {}
@@ -103,8 +145,10 @@ def _metrics(rows: list[dict], doi_of: dict[int, str], scores_key: str | None, a
         order = sorted(range(len(final)), key=lambda i: (-final[i], i))
         ranking = [doi_of.get(r["ids"][i], f"x{r['ids'][i]}") for i in order]
         out.setdefault(r["level"], []).append(query_metrics(ranking, set(r["relevant"])))
-    return {level: {k: round(v, 4) for k, v in mean_metrics(v).items()} | {"queries": len(v)}
-            for level, v in out.items()}
+    return {
+        level: {k: round(v, 4) for k, v in mean_metrics(v).items()} | {"queries": len(v)}
+        for level, v in out.items()
+    }
 
 
 def score_rows(rows: list[dict], model_dir: str, key: str = "rerank", progress=None) -> dict:
@@ -119,8 +163,13 @@ def score_rows(rows: list[dict], model_dir: str, key: str = "rerank", progress=N
         times.append((time.perf_counter() - t) * 1000)
         if progress:
             progress(n, len(rows), "reranking")
-    return {"p50_ms": round(float(np.percentile(times, 50)), 1), "p95_ms": round(float(np.percentile(times, 95)), 1),
-            "n": len(times), "precision": model.info.precision, "threads": model.info.threads}
+    return {
+        "p50_ms": round(float(np.percentile(times, 50)), 1),
+        "p95_ms": round(float(np.percentile(times, 95)), 1),
+        "n": len(times),
+        "precision": model.info.precision,
+        "threads": model.info.threads,
+    }
 
 
 def sweep(rows: list[dict], doi_of: dict[int, str], key: str = "rerank", alphas=ALPHAS) -> dict:
@@ -155,11 +204,19 @@ def main() -> None:
 @main.command("reranker")
 @click.option("--db", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--model", "model_dir", required=True, help="Cross-encoder folder.")
-@click.option("--dev", "dev_dir", default=None, help="ACM-CR dev folder (default ../shared/data/acm-cr/dev).")
+@click.option(
+    "--dev", "dev_dir", default=None, help="ACM-CR dev folder (default ../shared/data/acm-cr/dev)."
+)
 @click.option("--level", "levels", multiple=True, default=("paragraph",))
 @click.option("--limit", type=int, default=None)
-@click.option("--cache", type=click.Path(dir_okay=False), default=None, help="JSON cache of candidates.")
-@click.option("--bm25-only", is_flag=True, help="Candidates from BM25 (no index needed) instead of the fused prefilter.")
+@click.option(
+    "--cache", type=click.Path(dir_okay=False), default=None, help="JSON cache of candidates."
+)
+@click.option(
+    "--bm25-only",
+    is_flag=True,
+    help="Candidates from BM25 (no index needed) instead of the fused prefilter.",
+)
 def reranker_cmd(db, model_dir, dev_dir, levels, limit, cache, bm25_only):
     """α sweep of reranker + fused prefilter on the ACM-CR dev set."""
     from assistant.library.store import Library

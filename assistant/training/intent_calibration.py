@@ -63,6 +63,8 @@ def cv_bias_gain(logits: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 
         train = np.setdiff1d(idx, test)
         bias = fit_class_bias(logits[train], y[train])
         n = logits.shape[1]
-        gains.append(macro_f1(y[test], (logits[test] + bias).argmax(1), n)
-                     - macro_f1(y[test], logits[test].argmax(1), n))
+        gains.append(
+            macro_f1(y[test], (logits[test] + bias).argmax(1), n)
+            - macro_f1(y[test], logits[test].argmax(1), n)
+        )
     return float(np.mean(gains))

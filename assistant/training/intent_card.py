@@ -26,40 +26,44 @@ def write_model_card(out_dir: Path, summary: dict, extra_sections: str = "") -> 
     """``MODEL_CARD.md``: data, recipe, seed, time and dev metrics of a trained intent model."""
     dev, cfgd = summary["dev"], summary["config"]
     labels = dev["confusion_matrix"]["labels"]
-    rows = "\n".join(f"| {lab} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['support']} |"
-                     for lab, m in dev["per_class"].items())
-    cm = "\n".join(f"| **{lab}** | " + " | ".join(str(v) for v in row) + " |"
-                   for lab, row in zip(labels, dev["confusion_matrix"]["rows_true_cols_pred"]))
+    rows = "\n".join(
+        f"| {lab} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['support']} |"
+        for lab, m in dev["per_class"].items()
+    )
+    cm = "\n".join(
+        f"| **{lab}** | " + " | ".join(str(v) for v in row) + " |"
+        for lab, row in zip(labels, dev["confusion_matrix"]["rows_true_cols_pred"])
+    )
     hist = ", ".join(f"{h['step']}: {h['dev_macro_f1']:.4f}" for h in summary["history"])
     text = f"""# Citation-intent classifier ({Path(out_dir).name})
 
 Labels (SciCite scheme): {", ".join(labels)}. Input: one citation context (a sentence);
 citation markers are normalised to `@@CITATION` (`assistant.inference.intent.normalize_context`).
-Output: calibrated probabilities (temperature scaling, T = {summary['temperature']:.4f}, stored in
+Output: calibrated probabilities (temperature scaling, T = {summary["temperature"]:.4f}, stored in
 `manifest.json` and applied by `IntentClassifier`).
 
 ## Data
-- Train: SciCite `train.jsonl` ({summary['train_examples']} examples; Cohan et al., NAACL 2019), `label_confidence`
+- Train: SciCite `train.jsonl` ({summary["train_examples"]} examples; Cohan et al., NAACL 2019), `label_confidence`
   used as a loss weight (0.5 + 0.5 * confidence; 1 when missing).
-- Selection and calibration: SciCite `dev.jsonl` ({summary['dev_examples']} examples). No test data was used.
+- Selection and calibration: SciCite `dev.jsonl` ({summary["dev_examples"]} examples). No test data was used.
 
 ## Recipe
-- Base: `{cfgd['base_model']}` (`{summary['base_path']}`), mean pooling, dropout {cfgd['dropout']}, linear head.
-- AdamW lr {cfgd['lr']} (head {cfgd['head_lr']}), weight decay {cfgd['weight_decay']}, linear warm-up
-  {cfgd['warmup']:.0%} then decay, {cfgd['epochs']} epochs, batch {cfgd['batch_size']} (length-bucketed, dynamic padding),
-  max {cfgd['max_length']} tokens, class weights (inverse sqrt frequency) = {cfgd['class_weighting']}, grad-clip 1.0.
-- Seed {cfgd['seed']}; {cfgd['threads']} CPU threads; {summary['steps']} steps in {summary['train_time_s'] / 60:.1f} min
-  (wall, shared 2-core CPU). Best checkpoint: step {summary['best_step']} (dev macro-F1 evaluated
-  {cfgd['evals_per_epoch']}x per epoch).
+- Base: `{cfgd["base_model"]}` (`{summary["base_path"]}`), mean pooling, dropout {cfgd["dropout"]}, linear head.
+- AdamW lr {cfgd["lr"]} (head {cfgd["head_lr"]}), weight decay {cfgd["weight_decay"]}, linear warm-up
+  {cfgd["warmup"]:.0%} then decay, {cfgd["epochs"]} epochs, batch {cfgd["batch_size"]} (length-bucketed, dynamic padding),
+  max {cfgd["max_length"]} tokens, class weights (inverse sqrt frequency) = {cfgd["class_weighting"]}, grad-clip 1.0.
+- Seed {cfgd["seed"]}; {cfgd["threads"]} CPU threads; {summary["steps"]} steps in {summary["train_time_s"] / 60:.1f} min
+  (wall, shared 2-core CPU). Best checkpoint: step {summary["best_step"]} (dev macro-F1 evaluated
+  {cfgd["evals_per_epoch"]}x per epoch).
 - Export: `assistant.inference.export.export_transformer(kind="classifier")`, dynamic int8 quantisation
   (`model.int8.onnx`; the fp32 file is not shipped, its sha256 is in the manifest).
-- Reproduce: `assistant train intent --base-model {cfgd['base_model']} --epochs {cfgd['epochs']} --lr {cfgd['lr']} --seed {cfgd['seed']}`.
+- Reproduce: `assistant train intent --base-model {cfgd["base_model"]} --epochs {cfgd["epochs"]} --lr {cfgd["lr"]} --seed {cfgd["seed"]}`.
 
 ## Dev metrics (PyTorch fp32, best checkpoint)
-Accuracy {dev['accuracy']:.4f}, macro-F1 **{dev['macro_f1']:.4f}** with the per-class logit bias
-{summary.get('logit_bias')} (5-fold CV gain on dev {summary.get('bias_cv_gain', 0):+.4f}; applied only when
-positive); without it: accuracy {summary.get('dev_without_bias', dev)['accuracy']:.4f},
-macro-F1 {summary.get('dev_without_bias', dev)['macro_f1']:.4f}.
+Accuracy {dev["accuracy"]:.4f}, macro-F1 **{dev["macro_f1"]:.4f}** with the per-class logit bias
+{summary.get("logit_bias")} (5-fold CV gain on dev {summary.get("bias_cv_gain", 0):+.4f}; applied only when
+positive); without it: accuracy {summary.get("dev_without_bias", dev)["accuracy"]:.4f},
+macro-F1 {summary.get("dev_without_bias", dev)["macro_f1"]:.4f}.
 
 | label | precision | recall | F1 | support |
 |---|---|---|---|---|
@@ -85,8 +89,8 @@ def _int8_section(summary: dict) -> str:
     per = ", ".join(f"{lab} {m['f1']:.3f}" for lab, m in q["per_class"].items())
     return f"""
 ## Shipped int8 ONNX on dev (`assistant eval scicite dev.jsonl`)
-Accuracy {q['accuracy']:.4f}, macro-F1 **{q['macro_f1']:.4f}** (per-class F1: {per}).
-Confusion matrix (rows = gold): {q['confusion_matrix']['rows_true_cols_pred']}.
-Throughput while exporting: {q['n']} contexts in {q['seconds']} s wall / {q['cpu_seconds']} s CPU
-({q['runtime']}; machine load average {q['load_avg']}).
+Accuracy {q["accuracy"]:.4f}, macro-F1 **{q["macro_f1"]:.4f}** (per-class F1: {per}).
+Confusion matrix (rows = gold): {q["confusion_matrix"]["rows_true_cols_pred"]}.
+Throughput while exporting: {q["n"]} contexts in {q["seconds"]} s wall / {q["cpu_seconds"]} s CPU
+({q["runtime"]}; machine load average {q["load_avg"]}).
 """

@@ -22,7 +22,16 @@ from assistant.training.common import Budget, TrainingError, TrainReport
 log = logging.getLogger(__name__)
 
 #: options that define the generated training set (a resume must keep them)
-DATA_KEYS = ("seed", "n_queries", "n_hard", "n_random", "neg_depth", "negatives", "base_model", "query_mix")
+DATA_KEYS = (
+    "seed",
+    "n_queries",
+    "n_hard",
+    "n_random",
+    "neg_depth",
+    "negatives",
+    "base_model",
+    "query_mix",
+)
 
 
 @dataclass
@@ -60,9 +69,9 @@ class RerankerOptions:
     export: bool = True
 
 
-def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
-                     progress: common.ProgressFn | None = None
-                     ) -> tuple[list[dict], dict[int, data.DocRecord], dict, dict]:
+def prepare_examples(
+    library, opts: RerankerOptions, work_dir: Path, progress: common.ProgressFn | None = None
+) -> tuple[list[dict], dict[int, data.DocRecord], dict, dict]:
     """Generate (or reload) the listwise training set; returns examples, docs, stats and the
     training set's fingerprint (options + library state)."""
     blacklist = data.load_blacklist(opts.blacklist)
@@ -72,7 +81,8 @@ def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
     if len(corpus.docs) < 3:
         raise TrainingError(
             f"only {len(corpus.docs)} usable papers (title + abstract of >= 80 characters, not "
-            "blacklisted): import more papers before training")
+            "blacklisted): import more papers before training"
+        )
     fingerprint = common.training_set_fingerprint(opts, DATA_KEYS, corpus)
     stored = common.load_training_set(work_dir, fingerprint)
     if stored is not None:
@@ -81,14 +91,24 @@ def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
     n_queries = opts.n_queries or min(20000, 2 * len(corpus.docs))
     queries = data.make_queries(corpus, n_queries, rng, tuple(opts.query_mix))
     candidates = data.prefilter_candidates(library, corpus, use_index=opts.negatives != "bm25")
-    examples = data.add_negatives(queries, corpus, candidates, opts.n_hard, opts.n_random, rng,
-                                  depth=opts.neg_depth, progress=progress)
+    examples = data.add_negatives(
+        queries,
+        corpus,
+        candidates,
+        opts.n_hard,
+        opts.n_random,
+        rng,
+        depth=opts.neg_depth,
+        progress=progress,
+    )
     kinds: dict[str, int] = {}
     for e in examples:
         kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
     ranks = [e["pos_rank"] for e in examples if e["pos_rank"]]
     stats = {
-        "usable_papers": len(corpus.docs), "examples": len(examples), "kinds": kinds,
+        "usable_papers": len(corpus.docs),
+        "examples": len(examples),
+        "kinds": kinds,
         "excluded_blacklisted_or_eval": corpus.excluded_blacklisted,
         "excluded_no_abstract": corpus.excluded_no_abstract,
         "citation_pairs": len(corpus.citations),
@@ -98,13 +118,15 @@ def prepare_examples(library, opts: RerankerOptions, work_dir: Path,
     return examples, corpus.docs, stats, fingerprint
 
 
-def _group_texts(example: dict, docs: dict[int, data.DocRecord], n_negs: int | None = None) -> tuple[str, list[str]]:
+def _group_texts(
+    example: dict, docs: dict[int, data.DocRecord], n_negs: int | None = None
+) -> tuple[str, list[str]]:
     """Query and [positive, negatives...]; with ``n_negs`` fewer than stored, the hardest
     ``n_negs - 1`` plus the last (random) one are kept."""
     pos = docs[example["pos"]].text(example.get("drop"), example.get("drop_title", False))
     negs = list(example["negs"])
     if n_negs is not None and len(negs) > n_negs >= 2:
-        negs = negs[:n_negs - 1] + negs[-1:]
+        negs = negs[: n_negs - 1] + negs[-1:]
     elif n_negs is not None:
         negs = negs[:n_negs]
     return example["q"], [pos] + [docs[n].text() for n in negs]
@@ -119,14 +141,19 @@ def _load_model(path: Path):
     hf_logging.set_verbosity_error()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = AutoModelForSequenceClassification.from_pretrained(str(path), num_labels=1, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(path), num_labels=1, local_files_only=True
+        )
     tokenizer = AutoTokenizer.from_pretrained(str(path), use_fast=True, local_files_only=True)
     return model, tokenizer
 
 
-def train_reranker(library, options: RerankerOptions | None = None,
-                   progress: common.ProgressFn | None = None,
-                   cancelled: common.CancelledFn | None = None) -> TrainReport:
+def train_reranker(
+    library,
+    options: RerankerOptions | None = None,
+    progress: common.ProgressFn | None = None,
+    cancelled: common.CancelledFn | None = None,
+) -> TrainReport:
     """Generate the training set, train (resuming from the work dir's checkpoint), export ONNX."""
     import torch
 
@@ -136,18 +163,36 @@ def train_reranker(library, options: RerankerOptions | None = None,
     examples, docs, stats, fingerprint = prepare_examples(library, opts, work_dir, progress)
     if not examples:
         raise TrainingError("no training example could be generated from this library")
-    report = TrainReport(kind="reranker", work_dir=str(work_dir), examples=len(examples),
-                         device=device, data_stats=stats)
+    report = TrainReport(
+        kind="reranker",
+        work_dir=str(work_dir),
+        examples=len(examples),
+        device=device,
+        data_stats=stats,
+    )
 
     state = common.resumable_state(opts, work_dir, fingerprint)
-    src = work_dir / common.CHECKPOINT_DIR if state is not None else common.base_model_path(opts.base_model)
+    src = (
+        work_dir / common.CHECKPOINT_DIR
+        if state is not None
+        else common.base_model_path(opts.base_model)
+    )
     model, tokenizer = _load_model(src)
     model.to(device)
 
-    steps_per_epoch, total = common.plan_steps(len(examples), opts.batch_queries, opts.epochs, opts.max_steps, state)
+    steps_per_epoch, total = common.plan_steps(
+        len(examples), opts.batch_queries, opts.epochs, opts.max_steps, state
+    )
     common.freeze_bottom_layers(model, opts.freeze_layers)
-    optimizer, scheduler = common.make_optimizer(model, opts.lr, opts.weight_decay, total, opts.warmup,
-                                                 opts.freeze_embeddings, head_lr=opts.head_lr)
+    optimizer, scheduler = common.make_optimizer(
+        model,
+        opts.lr,
+        opts.weight_decay,
+        total,
+        opts.warmup,
+        opts.freeze_embeddings,
+        head_lr=opts.head_lr,
+    )
     step = 0
     losses: list[float] = []
     if state is not None:
@@ -164,37 +209,77 @@ def train_reranker(library, options: RerankerOptions | None = None,
         size = min(len(t) for t in groups)
         flat_q = [q for q in queries for _ in range(size)]
         flat_d = [d for texts in groups for d in texts[:size]]
-        enc = tokenizer(flat_q, flat_d, truncation="longest_first", max_length=opts.max_length,
-                        padding=True, return_tensors="pt").to(device)
+        enc = tokenizer(
+            flat_q,
+            flat_d,
+            truncation="longest_first",
+            max_length=opts.max_length,
+            padding=True,
+            return_tensors="pt",
+        ).to(device)
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device == "cuda"):
             logits = model(**enc).logits.view(len(batch_idx), size).float()
         target = torch.zeros(len(batch_idx), dtype=torch.long, device=device)
         return torch.nn.functional.cross_entropy(logits, target)
 
-    extra = {"data": fingerprint, "total_steps": total,
-             "options": asdict(opts)}
-    result = common.train_loop(model, tokenizer, optimizer, scheduler, work_dir, loss_fn, len(examples),
-                               opts.batch_queries, opts.seed, total, step, losses,
-                               Budget(total, opts.max_minutes, cancelled), extra, opts.checkpoint_every,
-                               opts.checkpoint_minutes, progress)
-    common.record_result(report, result, total, steps_per_epoch, opts.epochs, opts.batch_queries, len(examples))
+    extra = {"data": fingerprint, "total_steps": total, "options": asdict(opts)}
+    result = common.train_loop(
+        model,
+        tokenizer,
+        optimizer,
+        scheduler,
+        work_dir,
+        loss_fn,
+        len(examples),
+        opts.batch_queries,
+        opts.seed,
+        total,
+        step,
+        losses,
+        Budget(total, opts.max_minutes, cancelled),
+        extra,
+        opts.checkpoint_every,
+        opts.checkpoint_minutes,
+        progress,
+    )
+    common.record_result(
+        report, result, total, steps_per_epoch, opts.epochs, opts.batch_queries, len(examples)
+    )
     if opts.export and report.stopped_reason != "cancelled":
         report.model_dir = str(export_reranker(model, tokenizer, out_dir, opts, stats, result.step))
     report.seconds = round(time.monotonic() - started, 1)
     return report
 
 
-def export_reranker(model, tokenizer, out_dir: Path, opts: RerankerOptions, stats: dict, step: int) -> Path:
+def export_reranker(
+    model, tokenizer, out_dir: Path, opts: RerankerOptions, stats: dict, step: int
+) -> Path:
     """Export through the inference layer (fp32 + int8 ONNX, tokenizer.json, manifest.json)."""
     from assistant.inference.export import export_transformer
 
     model = model.to("cpu").eval()
-    extra = {"training": {"recipe": "listwise softmax CE, 1 positive + prefilter/random negatives",
-                          "steps": step, "data": stats,
-                          "options": {k: v for k, v in asdict(opts).items()
-                                      if k not in ("out_dir", "work_dir", "blacklist")}},
-             "pair_format": "query [SEP] title [SEP] abstract",
-             "enabled_by_default": False}
-    return export_transformer(model, tokenizer, out_dir, kind="cross-encoder", max_length=opts.max_length,
-                              quantize=opts.quantize, name=opts.name, source=f"trained from {opts.base_model}",
-                              extra=extra)
+    extra = {
+        "training": {
+            "recipe": "listwise softmax CE, 1 positive + prefilter/random negatives",
+            "steps": step,
+            "data": stats,
+            "options": {
+                k: v
+                for k, v in asdict(opts).items()
+                if k not in ("out_dir", "work_dir", "blacklist")
+            },
+        },
+        "pair_format": "query [SEP] title [SEP] abstract",
+        "enabled_by_default": False,
+    }
+    return export_transformer(
+        model,
+        tokenizer,
+        out_dir,
+        kind="cross-encoder",
+        max_length=opts.max_length,
+        quantize=opts.quantize,
+        name=opts.name,
+        source=f"trained from {opts.base_model}",
+        extra=extra,
+    )

@@ -14,8 +14,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from assistant.library.importers.common import ImportFileError, ParsedFile
 from assistant.library.models import ImportIssue, ImportProgress, ImportReport
@@ -24,8 +24,14 @@ log = logging.getLogger(__name__)
 
 #: extension -> format name
 EXTENSIONS = {
-    ".bib": "bibtex", ".bibtex": "bibtex", ".ris": "ris", ".json": "csljson", ".csl.json": "csljson",
-    ".csljson": "csljson", ".sqlite": "zotero", ".pdf": "pdf",
+    ".bib": "bibtex",
+    ".bibtex": "bibtex",
+    ".ris": "ris",
+    ".json": "csljson",
+    ".csl.json": "csljson",
+    ".csljson": "csljson",
+    ".sqlite": "zotero",
+    ".pdf": "pdf",
 }
 #: format -> "module:function" taking a path and returning ParsedFile
 PARSERS = {
@@ -86,8 +92,14 @@ def expand_paths(paths: Iterable[str | Path], issues: list[ImportIssue]) -> list
         else:
             fmt = detect_format(path)
             if fmt is None:
-                issues.append(ImportIssue(str(path), 0, "unknown file format (expected .bib, .ris, CSL-JSON "
-                                                        ".json, zotero.sqlite or .pdf)"))
+                issues.append(
+                    ImportIssue(
+                        str(path),
+                        0,
+                        "unknown file format (expected .bib, .ris, CSL-JSON "
+                        ".json, zotero.sqlite or .pdf)",
+                    )
+                )
             else:
                 out.append((path, fmt))
     return out
@@ -120,7 +132,9 @@ def parse_file(job: tuple[str, str]) -> ParsedFile:
     except Exception as exc:  # a parser bug must not abort the other files
         log.exception("parser failed on %s", path)
         result = ParsedFile(path)
-        result.issues.append(ImportIssue(path, 0, f"could not parse file: {type(exc).__name__}: {exc}"))
+        result.issues.append(
+            ImportIssue(path, 0, f"could not parse file: {type(exc).__name__}: {exc}")
+        )
         result.skip("unreadable file")
         return result
 
@@ -133,7 +147,9 @@ def _parsed(jobs: list[tuple[str, str]], workers: int) -> Iterator[ParsedFile]:
     # fork is fast and works for any __main__; with other threads running (Qt, torch) fork
     # can deadlock, so spawn is used then (the GUI's __main__ is a real file, as spawn needs).
     single_threaded = threading.active_count() == 1
-    method = "fork" if single_threaded and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    method = (
+        "fork" if single_threaded and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     ctx = multiprocessing.get_context(method)
     with ctx.Pool(workers) as pool:
         yield from pool.imap(parse_file, jobs, chunksize=1)
@@ -167,7 +183,9 @@ def _import_pdf(library, path: Path, report: ImportReport) -> None:
         report.issues.append(ImportIssue(str(path), 0, str(warning), "warning"))
 
 
-def _store(library, parsed: ParsedFile, report: ImportReport, state: dict, tick: Callable[[str], None]) -> None:
+def _store(
+    library, parsed: ParsedFile, report: ImportReport, state: dict, tick: Callable[[str], None]
+) -> None:
     """Add one parsed file's records to the library (inside the import transaction)."""
     report.issues.extend(parsed.issues)
     for reason, n in parsed.skipped.items():
@@ -176,8 +194,14 @@ def _store(library, parsed: ParsedFile, report: ImportReport, state: dict, tick:
     for i, record in enumerate(parsed.records, 1):
         try:
             outcome = library.add_paper(record.paper, record_format=record.fmt, line=record.line)
-        except (ValueError, TypeError, sqlite3.IntegrityError) as exc:  # one odd record: report, go on
-            report.issues.append(ImportIssue(parsed.path, record.line or 0, f"record not stored: {exc}"))
+        except (
+            ValueError,
+            TypeError,
+            sqlite3.IntegrityError,
+        ) as exc:  # one odd record: report, go on
+            report.issues.append(
+                ImportIssue(parsed.path, record.line or 0, f"record not stored: {exc}")
+            )
             report.skip("not stored")
         else:
             setattr(report, outcome.status, getattr(report, outcome.status) + 1)
@@ -214,8 +238,17 @@ def import_paths(
         if cancelled and cancelled():
             raise ImportCancelled
         if progress:
-            progress(ImportProgress(state["files"], len(files), state["records"], state["bytes"], total_bytes,
-                                    time.perf_counter() - start, current))
+            progress(
+                ImportProgress(
+                    state["files"],
+                    len(files),
+                    state["records"],
+                    state["bytes"],
+                    total_bytes,
+                    time.perf_counter() - start,
+                    current,
+                )
+            )
 
     try:
         with library.transaction():
@@ -258,4 +291,4 @@ def _size(path: Path) -> int:
         return 0
 
 
-__all__ = ["import_paths", "detect_format", "expand_paths", "ImportCancelled"]
+__all__ = ["ImportCancelled", "detect_format", "expand_paths", "import_paths"]

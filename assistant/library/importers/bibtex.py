@@ -29,13 +29,44 @@ from assistant.library.normalize import (
 # bibtexparser logs every failed block itself; we report them as ImportIssues instead.
 logging.getLogger("bibtexparser").setLevel(logging.CRITICAL)
 
-MONTHS = {m: i for i, m in enumerate(
-    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
-_MAIN_FIELDS = {"title", "author", "year", "doi", "abstract", "keywords", "url", "journal", "booktitle",
-                "crossref", "eprint", "archiveprefix", "file", "pdf", "date"}
+MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+        start=1,
+    )
+}
+_MAIN_FIELDS = {
+    "title",
+    "author",
+    "year",
+    "doi",
+    "abstract",
+    "keywords",
+    "url",
+    "journal",
+    "booktitle",
+    "crossref",
+    "eprint",
+    "archiveprefix",
+    "file",
+    "pdf",
+    "date",
+}
 #: Fields a crossref'd entry inherits from its parent (BibTeX semantics: only when missing).
-_INHERIT = ("booktitle", "year", "publisher", "address", "editor", "series", "volume", "isbn", "month",
-            "journal", "organization")
+_INHERIT = (
+    "booktitle",
+    "year",
+    "publisher",
+    "address",
+    "editor",
+    "series",
+    "volume",
+    "isbn",
+    "month",
+    "journal",
+    "organization",
+)
 
 
 def _fields(entry: Entry) -> dict[str, str]:
@@ -53,7 +84,9 @@ def _month(value: str) -> str:
     return value.strip()
 
 
-def entry_to_paper(entry_type: str, key: str, fields: dict[str, str], raw: str, source: str) -> Paper:
+def entry_to_paper(
+    entry_type: str, key: str, fields: dict[str, str], raw: str, source: str
+) -> Paper:
     """Map one BibTeX entry (already crossref-resolved) to a ``Paper``."""
     date = fields.get("date", "")
     extra = {}
@@ -75,8 +108,11 @@ def entry_to_paper(entry_type: str, key: str, fields: dict[str, str], raw: str, 
         year=parse_year(fields.get("year") or date),
         venue=clean_text(fields.get("journal") or fields.get("booktitle") or ""),
         doi=normalize_doi(fields.get("doi")),
-        arxiv_id=find_arxiv_id(fields.get("eprint") if fields.get("archiveprefix", "").lower() == "arxiv" else None,
-                               fields.get("url"), fields.get("journal")),
+        arxiv_id=find_arxiv_id(
+            fields.get("eprint") if fields.get("archiveprefix", "").lower() == "arxiv" else None,
+            fields.get("url"),
+            fields.get("journal"),
+        ),
         keywords=split_keywords(fields.get("keywords", "")),
         url=clean_url(fields.get("url")),
         pdf_path=pdf,
@@ -125,8 +161,14 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
         if parent_key:
             parent = by_key.get(parent_key)
             if parent is None:
-                result.issues.append(ImportIssue(source, start + 1, f"crossref '{fields['crossref']}' not found "
-                                                 f"in this file", "warning"))
+                result.issues.append(
+                    ImportIssue(
+                        source,
+                        start + 1,
+                        f"crossref '{fields['crossref']}' not found in this file",
+                        "warning",
+                    )
+                )
             else:
                 for name in _INHERIT:
                     if name in parent and not fields.get(name):
@@ -134,7 +176,9 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
                 if not fields.get("booktitle") and parent.get("title"):
                     fields["booktitle"] = parent["title"]
         if not clean_text(fields.get("title", "")):
-            result.issues.append(ImportIssue(source, start + 1, f"entry '{entry.key}' has no title; skipped"))
+            result.issues.append(
+                ImportIssue(source, start + 1, f"entry '{entry.key}' has no title; skipped")
+            )
             result.skip("no title")
             continue
         try:
@@ -143,8 +187,13 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
             result.issues.append(ImportIssue(source, start + 1, f"entry '{entry.key}': {exc}"))
             result.skip("malformed")
             continue
-        result.add(paper, start + 1, "bibtex", clean_text(fields.get("year") or fields.get("date", "")),
-                   f"entry '{entry.key}'")
+        result.add(
+            paper,
+            start + 1,
+            "bibtex",
+            clean_text(fields.get("year") or fields.get("date", "")),
+            f"entry '{entry.key}'",
+        )
     return result
 
 

@@ -36,14 +36,23 @@ class ParsedFile:
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
-    def add(self, paper: Paper, line: int | None, fmt: str, raw_year: str = "", label: str = "record") -> None:
+    def add(
+        self, paper: Paper, line: int | None, fmt: str, raw_year: str = "", label: str = "record"
+    ) -> None:
         """Keep ``paper``; a date the importer could not read as a year is kept as written
         (``extra["year"]``, exported as is) and reported as a warning instead of being dropped."""
         raw_year = " ".join(str(raw_year or "").split())
         if raw_year and paper.year is None:
             paper.extra["year"] = raw_year
-            self.issues.append(ImportIssue(self.path, line or 0, f"{label}: year {raw_year!r} is not a year "
-                                           "(kept as text, not used by the year filter)", "warning"))
+            self.issues.append(
+                ImportIssue(
+                    self.path,
+                    line or 0,
+                    f"{label}: year {raw_year!r} is not a year "
+                    "(kept as text, not used by the year filter)",
+                    "warning",
+                )
+            )
         self.records.append(ParsedRecord(paper, line, fmt))
 
 
@@ -68,8 +77,14 @@ def read_text(path: Path, issues: list[ImportIssue] | None = None) -> str:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
-            issues.append(ImportIssue(str(path), line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
-                                                       f"decoded as {fmt.encoding}", "warning"))
+            issues.append(
+                ImportIssue(
+                    str(path),
+                    line,
+                    f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); decoded as {fmt.encoding}",
+                    "warning",
+                )
+            )
     return text
 
 

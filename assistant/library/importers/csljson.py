@@ -21,14 +21,33 @@ from assistant.library.normalize import (
 )
 
 TYPES = {
-    "article-journal": "article", "article": "article", "article-magazine": "article",
-    "article-newspaper": "article", "paper-conference": "inproceedings", "book": "book",
-    "chapter": "inbook", "thesis": "phdthesis", "report": "techreport", "dataset": "dataset",
-    "software": "software", "webpage": "online", "manuscript": "unpublished",
+    "article-journal": "article",
+    "article": "article",
+    "article-magazine": "article",
+    "article-newspaper": "article",
+    "paper-conference": "inproceedings",
+    "book": "book",
+    "chapter": "inbook",
+    "thesis": "phdthesis",
+    "report": "techreport",
+    "dataset": "dataset",
+    "software": "software",
+    "webpage": "online",
+    "manuscript": "unpublished",
 }
-_EXTRA = {"publisher": "publisher", "publisher-place": "address", "volume": "volume", "issue": "number",
-          "page": "pages", "ISBN": "isbn", "ISSN": "issn", "collection-title": "series", "note": "note",
-          "event-place": "location", "language": "language"}
+_EXTRA = {
+    "publisher": "publisher",
+    "publisher-place": "address",
+    "volume": "volume",
+    "issue": "number",
+    "page": "pages",
+    "ISBN": "isbn",
+    "ISSN": "issn",
+    "collection-title": "series",
+    "note": "note",
+    "event-place": "location",
+    "language": "language",
+}
 
 
 def _name(person: dict) -> str:
@@ -74,7 +93,8 @@ def csl_to_paper(item: dict, raw: str, source: str) -> Paper:
         authors=[_name(a) for a in item.get("author", []) if isinstance(a, dict)],
         year=_year(item),
         venue=clean_text(str(item.get("container-title") or item.get("event") or "")),
-        doi=normalize_doi(item.get("DOI")) or (normalize_doi(url) if url and "doi.org" in url else None),
+        doi=normalize_doi(item.get("DOI"))
+        or (normalize_doi(url) if url and "doi.org" in url else None),
         arxiv_id=find_arxiv_id(url, item.get("number")),
         keywords=split_keywords(keywords),
         url=clean_url(url),
@@ -88,16 +108,20 @@ def _iter_items(text: str, source: str):
     """Yield ``(line, raw_json, item)`` for each element of the top-level array (or the single object)."""
     decoder = json.JSONDecoder()
     pos = len(text) - len(text.lstrip())
-    if text[pos:pos + 1] == "{":
+    if text[pos : pos + 1] == "{":
         obj, end = decoder.raw_decode(text, pos)
-        items = obj.get("items") if isinstance(obj, dict) and isinstance(obj.get("items"), list) else None
+        items = (
+            obj.get("items")
+            if isinstance(obj, dict) and isinstance(obj.get("items"), list)
+            else None
+        )
         if items is None:
             yield text.count("\n", 0, pos) + 1, text[pos:end], obj
         else:
             for item in items:
                 yield 0, json.dumps(item, ensure_ascii=False), item
         return
-    if text[pos:pos + 1] != "[":
+    if text[pos : pos + 1] != "[":
         raise ImportFileError("not CSL-JSON (expected a JSON array of items)")
     pos += 1
     while True:
@@ -123,13 +147,20 @@ def parse_csljson_text(text: str, source: str) -> ParsedFile:
                 result.skip("malformed")
                 continue
             if not paper.title:
-                result.issues.append(ImportIssue(source, line, f"item '{item.get('id', '?')}' has no title; skipped"))
+                result.issues.append(
+                    ImportIssue(source, line, f"item '{item.get('id', '?')}' has no title; skipped")
+                )
                 result.skip("no title")
                 continue
             result.add(paper, line, "csljson", raw_date(item), f"item '{item.get('id', '?')}'")
     except json.JSONDecodeError as exc:
-        result.issues.append(ImportIssue(source, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno}); "
-                                         "the rest of the file was not read"))
+        result.issues.append(
+            ImportIssue(
+                source,
+                exc.lineno,
+                f"invalid JSON: {exc.msg} (column {exc.colno}); the rest of the file was not read",
+            )
+        )
         result.skip("malformed")
     return result
 

@@ -20,10 +20,25 @@ from assistant.library.normalize import (
 )
 
 TYPES = {
-    "JOUR": "article", "JFULL": "article", "EJOUR": "article", "MGZN": "article", "NEWS": "article",
-    "CONF": "inproceedings", "CPAPER": "inproceedings", "BOOK": "book", "EBOOK": "book", "EDBOOK": "book",
-    "CHAP": "inbook", "ECHAP": "inbook", "THES": "phdthesis", "RPRT": "techreport", "UNPB": "unpublished",
-    "DATA": "dataset", "COMP": "software", "ELEC": "online", "GEN": "misc",
+    "JOUR": "article",
+    "JFULL": "article",
+    "EJOUR": "article",
+    "MGZN": "article",
+    "NEWS": "article",
+    "CONF": "inproceedings",
+    "CPAPER": "inproceedings",
+    "BOOK": "book",
+    "EBOOK": "book",
+    "EDBOOK": "book",
+    "CHAP": "inbook",
+    "ECHAP": "inbook",
+    "THES": "phdthesis",
+    "RPRT": "techreport",
+    "UNPB": "unpublished",
+    "DATA": "dataset",
+    "COMP": "software",
+    "ELEC": "online",
+    "GEN": "misc",
 }
 _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9])  -( |$)")
 
@@ -41,13 +56,22 @@ def _split_records(text: str, source: str, result: ParsedFile) -> list[tuple[int
         tag = match.group(1) if match else None
         if tag == "TY":
             if current is not None:
-                result.issues.append(ImportIssue(source, start, "record not closed by 'ER  -' before the next "
-                                                 "'TY  -'; imported anyway", "warning"))
+                result.issues.append(
+                    ImportIssue(
+                        source,
+                        start,
+                        "record not closed by 'ER  -' before the next 'TY  -'; imported anyway",
+                        "warning",
+                    )
+                )
                 records.append((start, current))
             current, start = [line], lineno
         elif current is None:
-            result.issues.append(ImportIssue(source, lineno, f"text outside a record (expected 'TY  - '): "
-                                             f"{line[:60]!r}"))
+            result.issues.append(
+                ImportIssue(
+                    source, lineno, f"text outside a record (expected 'TY  - '): {line[:60]!r}"
+                )
+            )
             result.skip("malformed")
             # skip until the next TY
         elif tag == "ER":
@@ -59,8 +83,11 @@ def _split_records(text: str, source: str, result: ParsedFile) -> list[tuple[int
         else:
             current[-1] += " " + line.strip()  # continuation of a multi-line value
     if current is not None:
-        result.issues.append(ImportIssue(source, start, "last record not closed by 'ER  -'; imported anyway",
-                                         "warning"))
+        result.issues.append(
+            ImportIssue(
+                source, start, "last record not closed by 'ER  -'; imported anyway", "warning"
+            )
+        )
         current.append("ER  - ")
         records.append((start, current))
     return records
@@ -69,21 +96,47 @@ def _split_records(text: str, source: str, result: ParsedFile) -> list[tuple[int
 def ris_to_paper(entry: dict, raw: str, source: str) -> Paper:
     """Map one rispy record to a ``Paper``."""
     title = entry.get("title") or entry.get("primary_title") or entry.get("translated_title") or ""
-    authors = [format_name(clean_text(a)) for a in (entry.get("authors") or entry.get("first_authors") or [])]
-    venue = (entry.get("journal_name") or entry.get("secondary_title") or entry.get("alternate_title1")
-             or entry.get("alternate_title3") or "")
+    authors = [
+        format_name(clean_text(a))
+        for a in (entry.get("authors") or entry.get("first_authors") or [])
+    ]
+    venue = (
+        entry.get("journal_name")
+        or entry.get("secondary_title")
+        or entry.get("alternate_title1")
+        or entry.get("alternate_title3")
+        or ""
+    )
     urls = entry.get("urls") or []
-    pdf = next((f for k, f in entry.items() if k.startswith("file_attachments") and isinstance(f, str)
-                and f.lower().endswith(".pdf")), None)
+    pdf = next(
+        (
+            f
+            for k, f in entry.items()
+            if k.startswith("file_attachments")
+            and isinstance(f, str)
+            and f.lower().endswith(".pdf")
+        ),
+        None,
+    )
     extra: dict[str, str] = {}
-    for key, name in (("publisher", "publisher"), ("volume", "volume"), ("number", "number"),
-                      ("place_published", "address"), ("issn", "issn"), ("notes", "note")):
+    for key, name in (
+        ("publisher", "publisher"),
+        ("volume", "volume"),
+        ("number", "number"),
+        ("place_published", "address"),
+        ("issn", "issn"),
+        ("notes", "note"),
+    ):
         value = entry.get(key)
         if value:
             extra[name] = clean_text(" ".join(value) if isinstance(value, list) else str(value))
     if entry.get("start_page"):
-        extra["pages"] = entry["start_page"] + (f"–{entry['end_page']}" if entry.get("end_page") else "")
-    doi = normalize_doi(entry.get("doi")) or next((normalize_doi(u) for u in urls if "doi.org" in u), None)
+        extra["pages"] = entry["start_page"] + (
+            f"–{entry['end_page']}" if entry.get("end_page") else ""
+        )
+    doi = normalize_doi(entry.get("doi")) or next(
+        (normalize_doi(u) for u in urls if "doi.org" in u), None
+    )
     return Paper(
         title=clean_text(title),
         entry_type=TYPES.get(entry.get("type_of_reference", "GEN"), "misc"),

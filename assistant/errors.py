@@ -1,0 +1,36 @@
+"""The one error root and the one cancellation base of the product.
+
+Every error a user can cause (a bad file, a locked library, a missing model) is an
+:class:`AssistantError`; its ``str()`` is the one line the CLI prints after ``Error:`` and the
+GUI shows in a dialog: ``<file>[:<line>]: <reason>`` when a file is involved. Layers subclass it
+for their own conditions; faces catch only this root. A job stopped by the user raises a
+:class:`Cancelled` (not an error: nothing went wrong).
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class AssistantError(Exception):
+    """Root of every user-facing error. ``str(exc)`` is the one-line message."""
+
+    def __init__(
+        self, reason: str, *, file: str | PathLike[str] | None = None, line: int | None = None
+    ) -> None:
+        self.reason = reason
+        self.file = str(file) if file is not None else None
+        self.line = line if line else None
+        super().__init__(self.user_message)
+
+    @property
+    def user_message(self) -> str:
+        """``<file>[:<line>]: <reason>``, or the reason alone when no file is involved."""
+        if not self.file:
+            return self.reason
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.reason}"
+
+
+class Cancelled(Exception):
+    """A long job (import, index, training, recommendation) stopped because the user asked."""

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from assistant.cli import main
 from assistant.library.export import paper_to_bibtex
 from assistant.library.importers import import_paths
-from assistant.library.store import Library
+from assistant.library.store import SCHEMA_VERSION, Library
 
 FIX = Path(__file__).parent / "fixtures" / "library"
 
@@ -332,7 +332,7 @@ def test_cli_import_stats_search_export(tmp_path):
     assert (
         stats["papers"] == 8
         and stats["by_entry_type"]["article"] == 3
-        and stats["schema_version"] == 1
+        and stats["schema_version"] == SCHEMA_VERSION
     )
     assert stats["with_doi"] == 3 and stats["db_size_bytes"] > 0 and stats["citations"] == 0
     result = runner.invoke(main, ["library", "search", "dense", "retrieval", "--db", db])
@@ -426,7 +426,7 @@ def test_bulk_fts_stays_consistent_with_merges_and_triggers(lib, tmp_path):
     names = {
         r[0] for r in lib.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
     }
-    assert names == {"papers_fts_ai", "papers_fts_ad", "papers_fts_au"}
+    assert names == {"papers_ai", "papers_ad", "papers_au"}
     assert lib.remove(old_id) and lib.search("okapi") == [] and _fts_ok(lib)
 
 

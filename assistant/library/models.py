@@ -35,6 +35,12 @@ class Paper:
     extra: dict[str, str] = field(default_factory=dict)  # other fields (publisher, pages, ...)
     added_at: str | None = None
     updated_at: str | None = None
+    editors: list[str] = field(default_factory=list)  # "Last, First" strings (BibTeX ``editor``)
+    deleted_at: str | None = None  # set while the paper is in the trash
+    pinned: bool = False  # a pinned citekey is never regenerated
+    #: import hints, stored in their own tables (not compared, not part of the record)
+    tags: list[str] = field(default_factory=list, compare=False)
+    collections: list[tuple[str, ...]] = field(default_factory=list, compare=False)  # name paths
 
     def encoder_text(self) -> str:
         """The text the bi-encoder embeds: ``title [SEP] abstract`` (title alone if none)."""

@@ -8,7 +8,10 @@ in its own transaction, so an old file is upgraded in place and never downgraded
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+
+import sqlite_utils
 
 _V1 = """
 CREATE TABLE papers (
@@ -70,7 +73,8 @@ CREATE VIRTUAL TABLE papers_fts USING fts5(
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
-#: The triggers keeping ``papers_fts`` in sync; ``Library.bulk_fts`` drops and re-creates them.
+#: The schema-v1 triggers keeping ``papers_fts`` in sync (v2 replaces them with sqlite-utils' own
+#: ``papers_ai``/``papers_ad``/``papers_au``; ``Library.bulk_fts`` drops and re-creates those).
 FTS_TRIGGERS = {
     "papers_fts_ai": """CREATE TRIGGER papers_fts_ai AFTER INSERT ON papers BEGIN
     INSERT INTO papers_fts(rowid, title, abstract, keywords) VALUES (new.id, new.title, new.abstract, new.keywords);
@@ -87,8 +91,76 @@ END;""",
 }
 _V1 = _V1.replace("{fts_triggers}", "\n".join(FTS_TRIGGERS.values()))
 
-#: MIGRATIONS[i] upgrades version i to i + 1.
-MIGRATIONS: list[str] = [_V1]
+#: The columns of the full-text index from schema v2 on (the GUI's search-as-you-type covers them all).
+FTS_COLUMNS = ("title", "abstract", "keywords", "authors", "citekey", "doi")
+FTS_TOKENIZE = "unicode61 remove_diacritics 2"
+
+
+def _v2(db: sqlite_utils.Database) -> None:
+    """Trash, edit history, citekey aliases and pins, editors, collections, tags, auto-exports;
+    the full-text index grows authors, citekey and DOI (built by sqlite-utils)."""
+    papers = db["papers"]
+    papers.add_column("deleted_at", str)
+    papers.add_column("pinned", int, not_null_default=0)
+    papers.add_column("editors", str, not_null_default="[]")
+    db.execute("CREATE INDEX papers_deleted ON papers(deleted_at) WHERE deleted_at IS NOT NULL")
+    db.execute("CREATE INDEX papers_year ON papers(year)")
+    db["paper_history"].create(
+        {"id": int, "paper_id": int, "changed_at": str, "action": str, "before": str, "after": str},
+        pk="id",
+        foreign_keys=[("paper_id", "papers", "id")],
+        not_null={"paper_id", "changed_at", "action", "before", "after"},
+    )
+    db["paper_history"].create_index(["paper_id"])
+    db["citekey_aliases"].create(
+        {"alias": str, "paper_id": int, "added_at": str},
+        pk="alias",
+        foreign_keys=[("paper_id", "papers", "id")],
+        not_null={"paper_id"},
+    )
+    db["citekey_aliases"].create_index(["paper_id"])
+    db["collections"].create(
+        {
+            "id": int,
+            "name": str,
+            "parent_id": int,
+            "source": str,
+            "source_key": str,
+            "added_at": str,
+        },
+        pk="id",
+        foreign_keys=[("parent_id", "collections", "id")],
+        not_null={"name", "source"},
+        defaults={"source": "user"},
+    )
+    db["collections"].create_index(["source", "source_key"], unique=True)
+    db["collection_items"].create(
+        {"collection_id": int, "paper_id": int},
+        pk=("collection_id", "paper_id"),
+        foreign_keys=[("collection_id", "collections", "id"), ("paper_id", "papers", "id")],
+    )
+    db["collection_items"].create_index(["paper_id"])
+    db["paper_tags"].create(
+        {"paper_id": int, "tag": str},
+        pk=("paper_id", "tag"),
+        foreign_keys=[("paper_id", "papers", "id")],
+    )
+    db["paper_tags"].create_index(["tag"])
+    db["auto_exports"].create(
+        {"path": str, "collection_id": int, "format": str, "last_written_at": str},
+        pk="path",
+        foreign_keys=[("collection_id", "collections", "id")],
+        not_null={"format"},
+        defaults={"format": "bibtex"},
+    )
+    for name in FTS_TRIGGERS:
+        db.execute(f"DROP TRIGGER IF EXISTS {name}")
+    db.execute("DROP TABLE papers_fts")
+    papers.enable_fts(FTS_COLUMNS, tokenize=FTS_TOKENIZE, create_triggers=True)
+
+
+#: MIGRATIONS[i] upgrades version i to i + 1 (an SQL script or a function of the database).
+MIGRATIONS: list[str | Callable[[sqlite_utils.Database], None]] = [_V1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -143,8 +215,12 @@ def migrate(conn: sqlite3.Connection) -> int:
     for target in range(version + 1, SCHEMA_VERSION + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _statements(MIGRATIONS[target - 1]):
-                conn.execute(statement)
+            step = MIGRATIONS[target - 1]
+            if callable(step):
+                step(sqlite_utils.Database(conn))
+            else:
+                for statement in _statements(step):
+                    conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {target}")
             conn.execute("COMMIT")
         except BaseException:

@@ -24,7 +24,7 @@ from assistant.library import citekeys
 from assistant.library.models import Citation, ImportOutcome, Paper
 from assistant.library.normalize import author_key, normalize_doi, title_key
 from assistant.library.schema import (
-    FTS_TRIGGERS,
+    FTS_COLUMNS,
     SCHEMA_VERSION,
     LibraryOpenError,
     check_library_file,
@@ -34,12 +34,15 @@ from assistant.library.schema import (
 
 _PAPER_COLUMNS = (
     "id, citekey, entry_type, doi, arxiv_id, title, abstract, authors, year, venue, keywords, url, "
-    "pdf_path, source_file, extra, added_at, updated_at"
+    "pdf_path, source_file, extra, added_at, updated_at, editors, deleted_at, pinned"
 )
 _SELECT = (
     f"SELECT {', '.join('p.' + c.strip() for c in _PAPER_COLUMNS.split(','))}, "
     "(SELECT text FROM paper_records r WHERE r.paper_id = p.id ORDER BY r.id LIMIT 1) FROM papers p"
 )
+_LIVE = "p.deleted_at IS NULL"
+_FTS_COLS = ", ".join(FTS_COLUMNS)
+_FTS_TRIGGERS = ("papers_ai", "papers_ad", "papers_au")
 _FTS_SPECIAL = re.compile(r'["*:()^]|\b(AND|OR|NOT|NEAR)\b')
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -68,6 +71,8 @@ def merge_papers(old: Paper, new: Paper) -> Paper:
         merged.abstract = new.abstract
     if len(new.authors) > len(old.authors):
         merged.authors = list(new.authors)
+    if len(new.editors) > len(old.editors):
+        merged.editors = list(new.editors)
     if new.entry_type and (old.entry_type in ("misc", "") or (new.doi and not old.doi)):
         merged.entry_type = new.entry_type  # the record carrying the DOI is the canonical version
     seen = {k.lower() for k in old.keywords}
@@ -138,16 +143,21 @@ class Library:
             yield self
             return
         self._bulk_from = self.conn.execute("SELECT coalesce(max(id), 0) FROM papers").fetchone()[0]
+        marks = ",".join("?" * len(_FTS_TRIGGERS))
+        triggers = self.conn.execute(
+            f"SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
+            _FTS_TRIGGERS,
+        ).fetchall()
         try:
-            for name in FTS_TRIGGERS:
+            for name in _FTS_TRIGGERS:
                 self.conn.execute(f"DROP TRIGGER IF EXISTS {name}")
             yield self
             self.conn.execute(
-                "INSERT INTO papers_fts(rowid, title, abstract, keywords) "
-                "SELECT id, title, abstract, keywords FROM papers WHERE id > ?",
+                f"INSERT INTO papers_fts(rowid, {_FTS_COLS}) "
+                f"SELECT id, {_FTS_COLS} FROM papers WHERE id > ?",
                 (self._bulk_from,),
             )
-            for sql in FTS_TRIGGERS.values():
+            for (sql,) in triggers:
                 self.conn.execute(sql)
         finally:
             self._bulk_from = None
@@ -156,16 +166,16 @@ class Library:
         """In bulk mode, remove an already-indexed row from the FTS by hand (triggers are off)."""
         if self._bulk_from is not None and paper_id <= self._bulk_from:
             self.conn.execute(
-                "INSERT INTO papers_fts(papers_fts, rowid, title, abstract, keywords) "
-                "SELECT 'delete', id, title, abstract, keywords FROM papers WHERE id = ?",
+                f"INSERT INTO papers_fts(papers_fts, rowid, {_FTS_COLS}) "
+                f"SELECT 'delete', id, {_FTS_COLS} FROM papers WHERE id = ?",
                 (paper_id,),
             )
 
     def _fts_insert(self, paper_id: int) -> None:
         if self._bulk_from is not None and paper_id <= self._bulk_from:
             self.conn.execute(
-                "INSERT INTO papers_fts(rowid, title, abstract, keywords) "
-                "SELECT id, title, abstract, keywords FROM papers WHERE id = ?",
+                f"INSERT INTO papers_fts(rowid, {_FTS_COLS}) "
+                f"SELECT id, {_FTS_COLS} FROM papers WHERE id = ?",
                 (paper_id,),
             )
 
@@ -199,11 +209,17 @@ class Library:
             extra=json.loads(row[14]),
             added_at=row[15],
             updated_at=row[16],
-            original_text=row[17] or "",
+            editors=json.loads(row[17]),
+            deleted_at=row[18],
+            pinned=bool(row[19]),
+            original_text=row[20] or "",
         )
 
     def count(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM papers").fetchone()[0]
+        """Papers in the library (the trash not counted)."""
+        return self.conn.execute(
+            "SELECT count(*) FROM papers p WHERE p.deleted_at IS NULL"
+        ).fetchone()[0]
 
     def get(self, paper_id: int) -> Paper | None:
         row = self.conn.execute(f"{_SELECT} WHERE p.id = ?", (paper_id,)).fetchone()
@@ -222,7 +238,11 @@ class Library:
 
     def get_by_doi(self, doi: str) -> Paper | None:
         doi = normalize_doi(doi)
-        row = self.conn.execute(f"{_SELECT} WHERE p.doi = ?", (doi,)).fetchone() if doi else None
+        row = (
+            self.conn.execute(f"{_SELECT} WHERE p.doi = ? AND {_LIVE}", (doi,)).fetchone()
+            if doi
+            else None
+        )
         return self._paper(row) if row else None
 
     def same_work_ids(
@@ -235,27 +255,37 @@ class Library:
         doi = normalize_doi(doi)
         if doi:
             ids.update(
-                r[0] for r in self.conn.execute("SELECT id FROM papers WHERE doi = ?", (doi,))
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM papers WHERE doi = ? AND deleted_at IS NULL", (doi,)
+                )
             )
         tkey = title_key(title or "")
         if len(tkey) >= 8:
             for pid, other in self.conn.execute(
-                "SELECT id, year FROM papers WHERE title_key = ?", (tkey,)
+                "SELECT id, year FROM papers WHERE title_key = ? AND deleted_at IS NULL", (tkey,)
             ):
                 if year is None or other is None or abs(int(other) - int(year)) <= 1:
                     ids.add(pid)
         return sorted(ids)
 
-    def get_by_citekey(self, key: str) -> Paper | None:
-        row = self.conn.execute(f"{_SELECT} WHERE p.citekey = ?", (key,)).fetchone()
+    def get_by_citekey(self, key: str, include_trashed: bool = False) -> Paper | None:
+        """The paper with citekey ``key`` or with ``key`` as an alias (a key merged into it)."""
+        live = "" if include_trashed else f" AND {_LIVE}"
+        row = self.conn.execute(f"{_SELECT} WHERE p.citekey = ?{live}", (key,)).fetchone()
+        if row is None:
+            row = self.conn.execute(
+                f"{_SELECT} WHERE p.id = (SELECT paper_id FROM citekey_aliases WHERE alias = ?){live}",
+                (key,),
+            ).fetchone()
         return self._paper(row) if row else None
 
     def iter_papers(self, batch_size: int = 1000) -> Iterator[Paper]:
-        """All papers by id, fetched in batches (safe on a 100k-paper library)."""
+        """All papers by id (the trash left out), fetched in batches (safe on a 100k-paper library)."""
         last = -1
         while True:
             rows = self.conn.execute(
-                f"{_SELECT} WHERE p.id > ? ORDER BY p.id LIMIT ?", (last, batch_size)
+                f"{_SELECT} WHERE p.id > ? AND {_LIVE} ORDER BY p.id LIMIT ?", (last, batch_size)
             ).fetchall()
             if not rows:
                 return
@@ -265,7 +295,9 @@ class Library:
 
     def paper_versions(self) -> dict[int, str]:
         """``id -> content hash`` of the indexed text, for incremental index updates."""
-        return dict(self.conn.execute("SELECT id, content_hash FROM papers"))
+        return dict(
+            self.conn.execute("SELECT id, content_hash FROM papers WHERE deleted_at IS NULL")
+        )
 
     def records(self, paper_id: int) -> list[dict]:
         """Every original record merged into a paper (format, source_file, line, text)."""
@@ -292,8 +324,9 @@ class Library:
         for fts_query in attempts:
             try:
                 rows = self.conn.execute(
-                    "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? "
-                    "ORDER BY bm25(papers_fts, 4.0, 1.0, 2.0) LIMIT ?",
+                    "SELECT f.rowid FROM papers_fts f JOIN papers p ON p.id = f.rowid "
+                    f"WHERE papers_fts MATCH ? AND {_LIVE} "
+                    "ORDER BY bm25(papers_fts, 4.0, 1.0, 2.0, 2.0, 2.0, 1.0) LIMIT ?",
                     (fts_query, limit),
                 ).fetchall()
             except sqlite3.OperationalError:
@@ -321,8 +354,34 @@ class Library:
 
     def _citekey_taken(self, key: str) -> bool:
         return (
-            self.conn.execute("SELECT 1 FROM papers WHERE citekey = ?", (key,)).fetchone()
+            self.conn.execute(
+                "SELECT 1 FROM papers WHERE citekey = ? UNION ALL "
+                "SELECT 1 FROM citekey_aliases WHERE alias = ?",
+                (key, key),
+            ).fetchone()
             is not None
+        )
+
+    def citekey_pattern(self) -> str:
+        """The library's citekey pattern (``meta`` key ``citekey_pattern``; default built in)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'citekey_pattern'").fetchone()
+        return row[0] if row and row[0] else citekeys.DEFAULT_PATTERN
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self.transaction():
+            if value is None:
+                self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self.conn.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    def new_citekey(self, paper: Paper) -> str:
+        """A free key for ``paper`` under the library's pattern."""
+        return citekeys.unique_key(
+            citekeys.key_for(paper, self.citekey_pattern()), self._citekey_taken
         )
 
     def add_paper(
@@ -353,15 +412,12 @@ class Library:
                     paper.citekey
                     if citekeys.is_user_key(paper.citekey)
                     and not self._citekey_taken(paper.citekey)
-                    else citekeys.unique_key(
-                        citekeys.base_key(paper.authors, paper.year, paper.title or ""),
-                        self._citekey_taken,
-                    )
+                    else self.new_citekey(paper)
                 )
                 cur = self.conn.execute(
                     "INSERT INTO papers (citekey, entry_type, doi, arxiv_id, title, abstract, authors, year, venue, "
                     "keywords, url, pdf_path, source_file, extra, title_key, author_key, content_hash, added_at, "
-                    "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "updated_at, editors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         key,
                         paper.entry_type or "misc",
@@ -382,6 +438,7 @@ class Library:
                         content_hash(paper),
                         now,
                         now,
+                        json.dumps(paper.editors, ensure_ascii=False),
                     ),
                 )
                 outcome = ImportOutcome("added", cur.lastrowid, key)
@@ -407,6 +464,10 @@ class Library:
                         now,
                     ),
                 )
+            if paper.tags or paper.collections:
+                from assistant.library import groups
+
+                groups.apply_import_hints(self, outcome.id, paper.tags, paper.collections)
             return outcome
 
     def _update(self, paper: Paper, now: str) -> None:
@@ -414,7 +475,7 @@ class Library:
         self.conn.execute(
             "UPDATE papers SET entry_type=?, doi=?, arxiv_id=?, title=?, abstract=?, authors=?, year=?, venue=?, "
             "keywords=?, url=?, pdf_path=?, source_file=?, extra=?, title_key=?, author_key=?, content_hash=?, "
-            "updated_at=? WHERE id=?",
+            "updated_at=?, editors=? WHERE id=?",
             (
                 paper.entry_type,
                 paper.doi,
@@ -433,6 +494,7 @@ class Library:
                 author_key(paper.authors),
                 content_hash(paper),
                 now,
+                json.dumps(paper.editors, ensure_ascii=False),
                 paper.id,
             ),
         )

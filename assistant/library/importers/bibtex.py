@@ -91,7 +91,7 @@ def entry_to_paper(
     date = fields.get("date", "")
     extra = {}
     for name, value in fields.items():
-        if name in _MAIN_FIELDS or not value:
+        if name in _MAIN_FIELDS or name == "editor" or not value:
             continue
         extra[name] = _month(value) if name == "month" else clean_text(value)
     pdf = fields.get("pdf") or None
@@ -104,7 +104,8 @@ def entry_to_paper(
         citekey=key,
         entry_type=entry_type.lower(),
         abstract=clean_text(fields.get("abstract", "")),
-        authors=split_authors(fields.get("author") or fields.get("editor", "")),
+        authors=split_authors(fields.get("author", "")),
+        editors=split_authors(fields.get("editor", "")),
         year=parse_year(fields.get("year") or date),
         venue=clean_text(fields.get("journal") or fields.get("booktitle") or ""),
         doi=normalize_doi(fields.get("doi")),

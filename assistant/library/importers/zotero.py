@@ -160,6 +160,7 @@ def _read(conn: sqlite3.Connection, tables: set[str], path: Path, result: Parsed
             "ORDER BY it.itemID, t.name",
         ):
             tags.setdefault(item_id, []).append(name)
+    collections = _collections(conn, tables)
     pdfs: dict[int, str] = {}
     if "itemAttachments" in tables:
         for parent, att_key, att_path, ctype in _rows(
@@ -188,25 +189,55 @@ def _read(conn: sqlite3.Connection, tables: set[str], path: Path, result: Parsed
             "creators": creators.get(item_id, []),
             "tags": tags.get(item_id, []),
         }
+        if collections.get(item_id):
+            record["collections"] = [" / ".join(p) for p in collections[item_id]]
         raw = json.dumps(record, ensure_ascii=False, sort_keys=True)
         title = clean_text(data.get("title", ""))
         if not title:
             result.skip("no title")
             continue
-        result.records.append(
-            ParsedRecord(_paper(record, title, pdfs.get(item_id), str(path), raw), None, "zotero")
-        )
+        paper = _paper(record, title, pdfs.get(item_id), str(path), raw)
+        paper.tags = list(record["tags"])
+        paper.collections = collections.get(item_id, [])
+        result.records.append(ParsedRecord(paper, None, "zotero"))
+
+
+def _collections(conn: sqlite3.Connection, tables: set[str]) -> dict[int, list[tuple[str, ...]]]:
+    """item id -> the name paths (root first) of the Zotero collections it is in."""
+    if not {"collections", "collectionItems"} <= tables:
+        return {}
+    rows = _rows(conn, "SELECT collectionID, collectionName, parentCollectionID FROM collections")
+    by_id = {cid: (name or "Untitled", parent) for cid, name, parent in rows}
+
+    def path(cid: int) -> tuple[str, ...]:
+        parts, seen = [], set()
+        while cid in by_id and cid not in seen:
+            seen.add(cid)
+            name, parent = by_id[cid]
+            parts.append(name)
+            cid = parent
+        return tuple(reversed(parts))
+
+    out: dict[int, list[tuple[str, ...]]] = {}
+    for cid, item_id in _rows(
+        conn, "SELECT collectionID, itemID FROM collectionItems ORDER BY collectionID, orderIndex"
+    ):
+        if cid in by_id:
+            out.setdefault(item_id, []).append(path(cid))
+    return out
 
 
 def _paper(record: dict, title: str, pdf: str | None, source: str, raw: str) -> Paper:
     data = record["fields"]
-    people = [c for c in record["creators"] if c["creatorType"] == "author"] or record["creators"]
-    authors = [
-        c["lastName"]
-        if c["fieldMode"] == 1 or not c["firstName"]
-        else f"{c['lastName']}, {c['firstName']}"
-        for c in people
-    ]
+
+    def name(c: dict) -> str:
+        if c["fieldMode"] == 1 or not c["firstName"]:
+            return c["lastName"]
+        return f"{c['lastName']}, {c['firstName']}"
+
+    people = [c for c in record["creators"] if c["creatorType"] not in ("editor", "seriesEditor")]
+    editors = [name(c) for c in record["creators"] if c["creatorType"] == "editor"]
+    authors = [name(c) for c in people if c["creatorType"] == "author"] or [name(c) for c in people]
     extra_text = data.get("extra", "")
     doi = normalize_doi(data.get("DOI")) or (
         normalize_doi(extra_text) if "DOI" in extra_text else None
@@ -217,6 +248,7 @@ def _paper(record: dict, title: str, pdf: str | None, source: str, raw: str) -> 
         entry_type=TYPES.get(record["itemType"], "misc"),
         abstract=clean_text(data.get("abstractNote", "")),
         authors=[clean_text(a) for a in authors],
+        editors=[clean_text(a) for a in editors],
         year=parse_year(data.get("date")),
         venue=clean_text(venue),
         doi=doi,

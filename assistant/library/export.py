@@ -1,4 +1,4 @@
-"""BibTeX export with the library's stable citekeys.
+"""BibTeX, RIS and CSL-JSON export with the library's stable citekeys.
 
 Entries are written from the normalised fields (Unicode, UTF-8 file) so that exporting and
 re-importing gives the same records and the same citekeys (the exported keys are kept as
@@ -7,12 +7,14 @@ user keys on import).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
 from assistant.library.models import Paper
+from assistant.textfile import write_atomic
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _ESCAPES = {
@@ -72,6 +74,11 @@ def escape(value: str) -> str:
     return value.replace("\u00a0", "~")
 
 
+def bibtex_pages(value: str) -> str:
+    """A page range as BibTeX expects it: ``1039–1040`` / ``1039-1040`` → ``1039--1040``."""
+    return re.sub(r"(?<=\w)\s*(?:-{1,3}|\u2013|\u2014)\s*(?=\w)", "--", value)
+
+
 def _field(name: str, value: str, raw: bool = False, verbatim: bool = False) -> str:
     """``name = {value}``; ``verbatim`` fields (DOI, URL, file) are written unescaped, as biblatex reads them."""
     if raw:
@@ -84,6 +91,8 @@ def paper_to_bibtex(paper: Paper) -> str:
     fields: list[str] = []
     if paper.authors:
         fields.append(_field("author", " and ".join(paper.authors)))
+    if paper.editors:
+        fields.append(_field("editor", " and ".join(paper.editors)))
     fields.append(_field("title", paper.title))
     if paper.year:
         fields.append(_field("year", str(paper.year)))
@@ -98,7 +107,11 @@ def paper_to_bibtex(paper: Paper) -> str:
         value = extra.get(name)
         if not value or name in _SKIP_EXTRA or not _valid_name(name):
             continue
-        if name == "month" and str(value).isdigit() and 1 <= int(value) <= 12:
+        if name == "editor" and paper.editors:
+            continue
+        if name == "pages":
+            fields.append(f"  pages = {{{escape(bibtex_pages(str(value)))}}}")
+        elif name == "month" and str(value).isdigit() and 1 <= int(value) <= 12:
             fields.append(_field("month", _MONTHS[int(value) - 1], raw=True))
         else:
             fields.append(_field(name, str(value)))
@@ -132,21 +145,39 @@ def write_bibtex(papers: Iterable[Paper], out: TextIO) -> int:
     return n
 
 
+FORMATS = ("bibtex", "ris", "csl-json")
+
+
+def render(papers: Iterable[Paper], fmt: str = "bibtex") -> str:
+    """The text of an export file in ``fmt`` (bibtex | ris | csl-json)."""
+    from assistant.library import formats
+
+    if fmt == "bibtex":
+        return "".join(paper_to_bibtex(p) + "\n" for p in papers)
+    if fmt == "ris":
+        return "".join(formats.paper_to_ris(p) + "\n" for p in papers)
+    if fmt in ("csl-json", "csljson"):
+        return formats.papers_to_csljson(papers)
+    raise ValueError(f"unknown export format {fmt!r} (use one of {', '.join(FORMATS)})")
+
+
 def export_bibtex(
     library,
     output: str | Path,
     citekeys: list[str] | None = None,
     ids: list[int] | None = None,
     allow_missing: bool = False,
+    fmt: str = "bibtex",
 ) -> tuple[int, list[str]]:
     """Export the whole library, or the papers named by ``citekeys``/``ids``, to ``output``
-    (``-`` = stdout). Returns ``(written, missing citekeys)``; the file is replaced atomically.
+    (``-`` = stdout) in ``fmt``. Returns ``(written, missing citekeys)``; the file is replaced
+    atomically. A citekey merged into another paper (an alias) exports that paper.
 
     When a citekey is not in the library nothing is written (an existing ``output`` is left as it
     was) unless ``allow_missing`` is set, which exports the papers that were found."""
     missing: list[str] = []
     if citekeys is None and ids is None:
-        papers: Iterable[Paper] = library.iter_papers()
+        papers: list[Paper] = list(library.iter_papers())
     else:
         selected: list[Paper] = library.get_many(ids or [])
         for key in citekeys or []:
@@ -155,18 +186,17 @@ def export_bibtex(
                 missing.append(key)
             else:
                 selected.append(paper)
-        papers = selected
+        seen: set[int] = set()
+        papers = [p for p in selected if not (p.id in seen or seen.add(p.id))]
         if missing and not allow_missing:
             return 0, missing
+    text = render(papers, fmt)
     if str(output) == "-":
-        return write_bibtex(papers, sys.stdout), missing
+        sys.stdout.write(text)
+        return len(papers), missing
     output = Path(output)
-    tmp = output.with_name(output.name + ".part")
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            written = write_bibtex(papers, fh)
-        tmp.replace(output)
+        write_atomic(output, text.encode("utf-8"))
     except OSError as exc:  # name the file the user asked for, not the temporary one
-        tmp.unlink(missing_ok=True)
         raise OSError(exc.errno, exc.strerror, str(output)) from exc
-    return written, missing
+    return len(papers), missing

@@ -104,6 +104,9 @@ class Library:
         self.db = sqlite_utils.Database(conn)
         self.schema_version = migrate(conn)
         self._tx_depth = 0
+        self._changed = False  # papers changed in the open transaction (auto-export after commit)
+        #: the last auto-export failures (``file: reason``); a failed export never undoes a change
+        self.auto_export_errors: list[str] = []
         self._bulk_from: int | None = (
             None  # in bulk_fts(): rows with id > this are not in the FTS yet
         )
@@ -125,10 +128,23 @@ class Library:
             yield self
         except BaseException:
             self._tx_depth = 0
+            self._changed = False
             self.conn.execute("ROLLBACK")
             raise
         self._tx_depth = 0
         self.conn.execute("COMMIT")
+        if self._changed:
+            self._changed = False
+            self._after_change()
+
+    def mark_changed(self) -> None:
+        """Note that papers changed in the open transaction (auto-exports run after the commit)."""
+        self._changed = True
+
+    def _after_change(self) -> None:
+        from assistant.library import autoexport
+
+        self.auto_export_errors = autoexport.run_all(self)
 
     @contextmanager
     def bulk_fts(self) -> Iterator[Library]:
@@ -442,6 +458,7 @@ class Library:
                     ),
                 )
                 outcome = ImportOutcome("added", cur.lastrowid, key)
+                self._changed = True
             else:
                 old = self.get(existing_id)
                 merged = merge_papers(old, paper)
@@ -471,6 +488,7 @@ class Library:
             return outcome
 
     def _update(self, paper: Paper, now: str) -> None:
+        self._changed = True
         self._fts_delete(paper.id)
         self.conn.execute(
             "UPDATE papers SET entry_type=?, doi=?, arxiv_id=?, title=?, abstract=?, authors=?, year=?, venue=?, "
@@ -510,6 +528,7 @@ class Library:
     def remove(self, paper_id: int) -> bool:
         """Delete a paper, its original records and its citation edges (explicit user action)."""
         with self.transaction():
+            self._changed = True
             self._fts_delete(paper_id)
             cur = self.conn.execute("DELETE FROM papers WHERE id = ?", (paper_id,))
         return cur.rowcount > 0

@@ -9,6 +9,7 @@ records (reviews of another paper, not citable works), which are counted as skip
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import bibtexparser
@@ -94,6 +95,8 @@ def entry_to_paper(
         if name in _MAIN_FIELDS or name == "editor" or not value:
             continue
         extra[name] = _month(value) if name == "month" else clean_text(value)
+    if extra.get("pages"):  # BibTeX writes a range with "--" (an en dash)
+        extra["pages"] = re.sub(r"(?<=\w)\s*-{1,3}\s*(?=\w)", "\u2013", extra["pages"])
     pdf = fields.get("pdf") or None
     if not pdf and fields.get("file"):
         # JabRef/Zotero style: "Description:path/to/file.pdf:PDF"

@@ -91,6 +91,7 @@ def csl_to_paper(item: dict, raw: str, source: str) -> Paper:
         entry_type=TYPES.get(str(item.get("type", "")), "misc"),
         abstract=clean_text(str(item.get("abstract", ""))),
         authors=[_name(a) for a in item.get("author", []) if isinstance(a, dict)],
+        editors=[_name(a) for a in item.get("editor", []) if isinstance(a, dict)],
         year=_year(item),
         venue=clean_text(str(item.get("container-title") or item.get("event") or "")),
         doi=normalize_doi(item.get("DOI"))

@@ -142,6 +142,7 @@ def ris_to_paper(entry: dict, raw: str, source: str) -> Paper:
         entry_type=TYPES.get(entry.get("type_of_reference", "GEN"), "misc"),
         abstract=clean_text(entry.get("abstract") or entry.get("notes_abstract") or ""),
         authors=authors,
+        editors=[format_name(clean_text(a)) for a in entry.get("secondary_authors") or []],
         year=parse_year(entry.get("year") or entry.get("publication_year") or entry.get("date")),
         venue=clean_text(venue),
         doi=doi,

@@ -1,0 +1,195 @@
+"""The library as a table: sort, filter and search done by SQLite, rows fetched by window.
+
+:class:`PaperTable` resolves the current view (search text, column filters, collection, tag,
+trash, sort) to the ordered list of paper ids with one SQL query, then hands out rows for any
+window of it; the GUI's table model shows 100k+ papers this way without loading them.
+Search-as-you-type uses the FTS5 index over title, authors, abstract, keywords, citekey and DOI
+(the last word is a prefix).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    select: str  # SQL giving the cell value
+    sort: str  # SQL to order by
+    filter: str  # SQL the column filter matches (LIKE), or "year"
+    visible: bool = True
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("citekey", "Key", "p.citekey", "p.citekey COLLATE NOCASE", "p.citekey"),
+    Column("title", "Title", "p.title", "p.title COLLATE NOCASE", "p.title"),
+    Column("authors", "Authors", "p.authors", "p.author_key", "p.authors"),
+    Column("year", "Year", "p.year", "p.year", "year"),
+    Column("venue", "Venue", "p.venue", "p.venue COLLATE NOCASE", "p.venue"),
+    Column("entry_type", "Type", "p.entry_type", "p.entry_type", "p.entry_type", False),
+    Column("doi", "DOI", "p.doi", "p.doi", "p.doi", False),
+    Column("editors", "Editors", "p.editors", "p.editors", "p.editors", False),
+    Column("keywords", "Keywords", "p.keywords", "p.keywords", "p.keywords", False),
+    Column("pdf", "PDF", "p.pdf_path IS NOT NULL", "p.pdf_path IS NOT NULL", "p.pdf_path", False),
+    Column("added_at", "Added", "p.added_at", "p.added_at", "p.added_at", False),
+    Column("updated_at", "Modified", "p.updated_at", "p.updated_at", "p.updated_at", False),
+)
+COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+_BY_KEY = {c.key: c for c in COLUMNS}
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_YEAR_RANGE = re.compile(r"^\s*(\d{4})?\s*(-|–|\.\.)\s*(\d{4})?\s*$")
+_YEAR_CMP = re.compile(r"^\s*(<=|>=|<|>|=)?\s*(\d{4})\s*$")
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query for search-as-you-type: every word must match, the last as a prefix."""
+    tokens = _TOKEN.findall(text)
+    if not tokens:
+        return None
+    parts = [f'"{t}"' for t in tokens[:-1]] + [f'"{tokens[-1]}"*']
+    return " ".join(parts)
+
+
+@dataclass
+class View:
+    """What the table shows: search text, column filters, collection/tag, trash, sort."""
+
+    search: str = ""
+    filters: dict[str, str] = field(default_factory=dict)  # column key -> text
+    collection_ids: tuple[int, ...] = ()
+    tag: str | None = None
+    trash: bool = False  # show the trash instead of the library
+    sort: str = "year"
+    descending: bool = True
+
+
+class PaperTable:
+    """Ordered paper ids for a :class:`View`, and rows for any window of them."""
+
+    def __init__(self, lib) -> None:
+        self.lib = lib
+        self.view = View()
+        self.ids: list[int] = []
+
+    # -- the view ---------------------------------------------------------------------------
+    def _where(self, view: View) -> tuple[list[str], list]:
+        where = ["p.deleted_at IS NOT NULL" if view.trash else "p.deleted_at IS NULL"]
+        args: list = []
+        query = fts_query(view.search)
+        if view.search.strip() and query is None:
+            where.append("0")
+        if query:
+            where.append("p.id IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)")
+            args.append(query)
+        for key, text in view.filters.items():
+            text = (text or "").strip()
+            column = _BY_KEY.get(key)
+            if not text or column is None:
+                continue
+            if column.filter == "year":
+                clause, values = _year_filter(text)
+                where.append(clause)
+                args.extend(values)
+            else:
+                where.append(f"{column.filter} LIKE ? ESCAPE '\\'")
+                args.append("%" + re.sub(r"([%_\\\\])", r"\\\1", text) + "%")
+        if view.collection_ids:
+            from assistant.library.groups import _subtree
+
+            ids = sorted({c for cid in view.collection_ids for c in _subtree(self.lib, cid)})
+            where.append(
+                "p.id IN (SELECT paper_id FROM collection_items WHERE collection_id IN "
+                f"({','.join('?' * len(ids))}))"
+            )
+            args.extend(ids)
+        if view.tag:
+            where.append("p.id IN (SELECT paper_id FROM paper_tags WHERE tag = ?)")
+            args.append(view.tag)
+        return where, args
+
+    def refresh(self, view: View | None = None) -> int:
+        """Resolve ``view`` (default: the current one) to the ordered ids; returns how many."""
+        view = view or self.view
+        if view.sort not in _BY_KEY:
+            raise ValueError(f"unknown column {view.sort!r} (one of {', '.join(COLUMN_KEYS)})")
+        where, args = self._where(view)
+        direction = "DESC" if view.descending else "ASC"
+        sql = (
+            f"SELECT p.id FROM papers p WHERE {' AND '.join(where)} "
+            f"ORDER BY {_BY_KEY[view.sort].sort} {direction}, p.id {direction}"
+        )
+        try:
+            self.ids = [r[0] for r in self.lib.conn.execute(sql, args)]
+        except sqlite3.OperationalError:  # an FTS query SQLite refuses: show nothing, not a crash
+            self.ids = []
+        self.view = view
+        return len(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self, start: int, count: int, columns=COLUMN_KEYS) -> list[dict]:
+        """Display values for rows ``start .. start + count`` of the current order."""
+        ids = self.ids[start : start + count]
+        if not ids:
+            return []
+        cols = [_BY_KEY[k] for k in columns]
+        select = ", ".join(c.select for c in cols)
+        found = {}
+        for chunk in range(0, len(ids), 500):
+            part = ids[chunk : chunk + 500]
+            for row in self.lib.conn.execute(
+                f"SELECT p.id, {select} FROM papers p WHERE p.id IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                found[row[0]] = {
+                    "id": row[0],
+                    **{c.key: _display(c.key, v) for c, v in zip(cols, row[1:])},
+                }
+        return [found.get(i, {"id": i}) for i in ids]
+
+    def row_of(self, paper_id: int) -> int | None:
+        try:
+            return self.ids.index(paper_id)
+        except ValueError:
+            return None
+
+
+def _display(key: str, value):
+    if key in ("authors", "editors", "keywords"):
+        try:
+            names = json.loads(value or "[]")
+        except ValueError:
+            return str(value or "")
+        if key == "keywords":
+            return ", ".join(names)
+        lasts = [n.split(",")[0].strip() for n in names]
+        if len(lasts) > 3:
+            return f"{lasts[0]} et al."
+        return ", ".join(lasts)
+    if key == "pdf":
+        return "PDF" if value else ""
+    return value
+
+
+def _year_filter(text: str) -> tuple[str, list]:
+    m = _YEAR_RANGE.match(text)
+    if m and (m.group(1) or m.group(3)):
+        lo, hi = m.group(1), m.group(3)
+        clauses, args = [], []
+        if lo:
+            clauses.append("p.year >= ?")
+            args.append(int(lo))
+        if hi:
+            clauses.append("p.year <= ?")
+            args.append(int(hi))
+        return " AND ".join(clauses), args
+    m = _YEAR_CMP.match(text)
+    if m:
+        return f"p.year {m.group(1) or '='} ?", [int(m.group(2))]
+    return "CAST(p.year AS TEXT) LIKE ?", [f"%{text}%"]

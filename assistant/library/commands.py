@@ -187,16 +187,31 @@ def search_cmd(ctx, query, db, limit, as_json):
     is_flag=True,
     help="Export the --keys that exist even when some are not in the library.",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["bibtex", "ris", "csl-json"]),
+    default="bibtex",
+    show_default=True,
+)
+@click.option("--collection", default=None, help="Export this collection (name, path or id).")
 @db_option
 @click.pass_context
-def export_cmd(ctx, output, keys, allow_missing, db):
-    """Export BibTeX (the whole library or --keys) with stable citekeys."""
-    from assistant.library.export import export_bibtex
+def export_cmd(ctx, output, keys, allow_missing, fmt, collection, db):
+    """Export BibTeX, RIS or CSL-JSON (the whole library, --keys or --collection) with stable citekeys."""
+    from assistant.errors import AssistantError
+    from assistant.library.manager import LibraryManager
 
     wanted = [k.strip() for group in keys for k in group.split(",") if k.strip()] or None
     lib = _open(ctx, db)
     try:
-        written, missing = export_bibtex(lib, output, citekeys=wanted, allow_missing=allow_missing)
+        mgr = LibraryManager(lib)
+        col = mgr.collection(collection).id if collection else None
+        written, missing = mgr.export(
+            output, fmt, citekeys=wanted, collection_id=col, allow_missing=allow_missing
+        )
+    except AssistantError as exc:
+        raise click.ClickException(str(exc)) from None
     finally:
         lib.close()
     for key in missing:
@@ -211,39 +226,16 @@ def export_cmd(ctx, output, keys, allow_missing, db):
     click.echo(f"wrote {written} entries to {output}", err=True)
 
 
-@library.command("show")
-@click.argument("key")
-@db_option
-@click.pass_context
-def show_cmd(ctx, key, db):
-    """Show one paper (by citekey, DOI or id) with its original records."""
-    lib = _open(ctx, db)
-    try:
-        paper = _find(lib, key)
-        if paper is None:
-            raise click.ClickException(f"no paper '{key}'")
-        click.echo(
-            json.dumps(
-                {k: v for k, v in paper.__dict__.items() if k != "original_text"},
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
-        for rec in lib.records(paper.id):
-            click.echo(f"--- {rec['format']} record from {rec['source_file']}:{rec['line']}")
-            click.echo(rec["text"])
-    finally:
-        lib.close()
-
-
 @library.command("remove")
 @click.argument("keys", nargs=-1, required=True)
 @db_option
 @click.pass_context
 def remove_cmd(ctx, keys, db):
-    """Delete papers (by citekey, DOI or id) and their citation edges.
+    """Move papers (by citekey, DOI or id) to the trash (`library trash` lists, restores, empties).
 
     Every key is looked up first: if one is not in the library nothing is removed (exit 1)."""
+    from assistant.library import editing
+
     lib = _open(ctx, db)
     try:
         found = [(key, _find(lib, key)) for key in keys]
@@ -256,9 +248,9 @@ def remove_cmd(ctx, keys, db):
         removed: set[int] = set()
         for _, paper in found:
             if paper.id not in removed:
-                lib.remove(paper.id)
+                editing.trash(lib, [paper.id])
                 removed.add(paper.id)
-                click.echo(f"removed {paper.citekey}: {paper.title}")
+                click.echo(f"moved to the trash {paper.citekey}: {paper.title}")
     finally:
         lib.close()
 
@@ -267,3 +259,6 @@ def _find(lib, key: str):
     if key.isdigit():
         return lib.get(int(key))
     return lib.get_by_citekey(key) or lib.get_by_doi(key)
+
+
+from assistant.library import commands_manage  # noqa: E402,F401  (registers edit, trash, ...)

@@ -86,13 +86,23 @@ def _field(name: str, value: str, raw: bool = False, verbatim: bool = False) -> 
     return f"  {name} = {{{value if verbatim else escape(value)}}}"
 
 
+def _names(names: list[str]) -> str:
+    """``A and B``; a name without a comma but with spaces (an institution) is braced so that
+    BibTeX does not split it into first and last names."""
+    out = []
+    for name in names:
+        text = escape(name)
+        out.append(f"{{{text}}}" if "," not in name and " " in name.strip() else text)
+    return " and ".join(out)
+
+
 def paper_to_bibtex(paper: Paper) -> str:
     """One ``@type{citekey, ...}`` entry for ``paper``."""
     fields: list[str] = []
     if paper.authors:
-        fields.append(_field("author", " and ".join(paper.authors)))
+        fields.append(f"  author = {{{_names(paper.authors)}}}")
     if paper.editors:
-        fields.append(_field("editor", " and ".join(paper.editors)))
+        fields.append(f"  editor = {{{_names(paper.editors)}}}")
     fields.append(_field("title", paper.title))
     if paper.year:
         fields.append(_field("year", str(paper.year)))

@@ -73,7 +73,7 @@ def paper_to_ris(paper: Paper) -> str:
     if paper.citekey:
         out.append(_line("ID", paper.citekey))
     out.append(_line("TI", paper.title))
-    out += [_line("AU", a) for a in paper.authors]
+    out += [_line("AU", a) for a in paper.authors if a != "others"]
     out += [_line("A2", e) for e in paper.editors]
     if paper.year:
         out.append(_line("PY", paper.year))
@@ -113,7 +113,7 @@ def paper_to_csl(paper: Paper) -> dict:
     item: dict = {"id": paper.citekey, "type": CSL_TYPES.get(paper.entry_type, "article")}
     item["title"] = paper.title
     if paper.authors:
-        item["author"] = [_csl_name(a) for a in paper.authors]
+        item["author"] = [_csl_name(a) for a in paper.authors if a != "others"]
     if paper.editors:
         item["editor"] = [_csl_name(e) for e in paper.editors]
     if paper.year:

@@ -309,6 +309,12 @@ class Library:
                 yield self._paper(row)
             last = rows[-1][0]
 
+    def trashed_ids(self) -> list[int]:
+        """Ids of the papers in the trash."""
+        return [
+            r[0] for r in self.conn.execute("SELECT id FROM papers WHERE deleted_at IS NOT NULL")
+        ]
+
     def paper_versions(self) -> dict[int, str]:
         """``id -> content hash`` of the indexed text, for incremental index updates."""
         return dict(

@@ -45,6 +45,8 @@ class PipelineConfig:
     exclude_ids: Collection[int] = ()
     exclude_cited: bool = True  # drop the manuscript itself and what it already cites
     max_year: int | None = None
+    only_ids: Collection[int] | None = None  # recommend only from these papers
+    collection_ids: Collection[int] = ()  # ... or only from these library collections
     intent_preference: str | None = None  # "background" | "method" | "result"
     filter_by_year: bool = True  # use Query.year as max_year when max_year is None
     depth: int = 400  # candidates taken from each side before fusion (tuned)
@@ -124,8 +126,11 @@ class Recommender:
         config = config or self.config
         query = as_query(query)
         parts = query.parts()
-        allowed = self.searcher.allowed_mask(
-            self._excluded(query, config), self._max_year(query, config)
+        allowed = self._only(
+            self.searcher.allowed_mask(
+                self._excluded(query, config), self._max_year(query, config)
+            ),
+            config,
         )
         timings: dict[str, float] = {}
         empty = (np.empty(0, np.int64), np.empty(0, np.float32))
@@ -195,6 +200,7 @@ class Recommender:
     # --- helpers ----------------------------------------------------------------------------
     def _excluded(self, query: Query, config: PipelineConfig) -> set[int]:
         excluded = {int(i) for i in config.exclude_ids}
+        excluded.update(self.library.trashed_ids())  # in the index until the next `index` run
         if config.exclude_cited:
             excluded.update(int(i) for i in query.cited_ids)
             if query.manuscript_id is not None:
@@ -207,6 +213,24 @@ class Recommender:
             ):  # the manuscript may be in the library already (a preprint, an imported PDF)
                 excluded.update(self.library.same_work_ids(query.title, year=query.year))
         return excluded
+
+    def _only(self, allowed: np.ndarray | None, config: PipelineConfig) -> np.ndarray | None:
+        """Restrict ``allowed`` to ``only_ids`` / the papers of ``collection_ids``."""
+        only: set[int] | None = None
+        if config.only_ids is not None:
+            only = {int(i) for i in config.only_ids}
+        if config.collection_ids:
+            from assistant.library.groups import collection_paper_ids
+
+            members = set(collection_paper_ids(self.library, config.collection_ids))
+            only = members if only is None else only & members
+        if only is None:
+            return allowed
+        size = self.searcher.max_id + 1
+        mask = np.zeros(size, dtype=bool)
+        keep = np.fromiter((i for i in only if 0 <= i < size), dtype=np.int64)
+        mask[keep] = True
+        return mask if allowed is None else allowed & mask
 
     @staticmethod
     def _max_year(query: Query, config: PipelineConfig) -> int | None:

@@ -139,6 +139,8 @@ def ris_to_paper(entry: dict, raw: str, source: str) -> Paper:
     )
     return Paper(
         title=clean_text(title),
+        citekey=str(entry.get("id") or "").strip()
+        or None,  # our RIS export writes the citekey as ID
         entry_type=TYPES.get(entry.get("type_of_reference", "GEN"), "misc"),
         abstract=clean_text(entry.get("abstract") or entry.get("notes_abstract") or ""),
         authors=authors,

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from itertools import count
 
+from assistant.errors import AssistantError
 from assistant.library.normalize import ascii_fold
 
 _VALID_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_:.+\-]{0,79}$")
@@ -96,7 +97,7 @@ _FIELDS = (
 )
 
 
-class PatternError(ValueError):
+class PatternError(AssistantError, ValueError):
     """A citekey pattern that cannot be used (the message names the bad part)."""
 
 

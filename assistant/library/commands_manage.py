@@ -41,7 +41,7 @@ def _closing(func):
     @click.pass_context
     @user_errors
     def wrapper(ctx, *args, db=None, **kwargs):
-        mgr = _manager(ctx, db)
+        mgr = _manager(ctx, db or ctx.meta.get("library_db"))
         try:
             result = func(ctx, mgr, *args, **kwargs)
         finally:
@@ -138,9 +138,11 @@ def revert_cmd(ctx, mgr, change_id):
 
 
 @library.group("trash", invoke_without_command=True)
+@db_option
 @click.pass_context
-def trash_group(ctx):
+def trash_group(ctx, db):
     """The trash: list (default), restore KEY..., empty [--yes]. `library remove` moves papers here."""
+    ctx.meta["library_db"] = db
     if ctx.invoked_subcommand is None:
         ctx.invoke(trash_list)
 

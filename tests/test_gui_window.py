@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 pytest.importorskip("pytestqt")
 pytest.importorskip("PySide6")
@@ -244,12 +245,14 @@ def test_library_panel_search_and_details(window, qtbot, gui_library):
     word = max(target.title.split(), key=len).strip(":,.")
     panel.search_edit.setText(word)
     qtbot.waitUntil(lambda: panel.model.rowCount() < 100, timeout=5000)
-    titles = [panel.model.item(r, 0).text() for r in range(panel.model.rowCount())]
+    col = panel.model.columns.index("title")
+    titles = [panel.model.index(r, col).data() for r in range(panel.model.rowCount())]
     assert target.title in titles
-    row = panel.proxy.mapFromSource(panel.model.index(titles.index(target.title), 0))
-    panel.table.setCurrentIndex(row)
-    assert target.abstract[:40] in panel.details.toPlainText()
-    panel.table.sortByColumn(2, panel.table.horizontalHeader().sortIndicatorOrder())
+    panel.table.setCurrentIndex(panel.model.index(titles.index(target.title), 0))
+    assert target.abstract[:40] in panel.details.inputs["abstract"].toPlainText()
+    panel.table.sortByColumn(panel.model.columns.index("year"), Qt.SortOrder.AscendingOrder)
+    years = [panel.model.index(r, panel.model.columns.index("year")).data() for r in range(3)]
+    assert years == sorted(years)
 
 
 def test_highlighter_marks_citations(qtbot):

@@ -19,7 +19,8 @@ def cli(tmp_path):
     runner = CliRunner()
     db = str(tmp_path / "lib.sqlite")
     result = runner.invoke(
-        main, ["library", "import", str(FIX / "good.bib"), str(FIX / "acm_duplicates.bib"), "--db", db]
+        main,
+        ["library", "import", str(FIX / "good.bib"), str(FIX / "acm_duplicates.bib"), "--db", db],
     )
     assert result.exit_code == 0, result.output
 
@@ -71,13 +72,20 @@ def test_duplicates_list_and_merge(cli):
 
 def test_collections_export_formats_and_auto_export(cli, tmp_path):
     assert "created collection" in cli("collections", "--create", "Draft").stdout
-    assert "added 2 paper(s) to Draft" in cli(
-        "collections", "--add", "Draft", "koci2018query", "smith2020axioms"
-    ).stdout
+    assert (
+        "added 2 paper(s) to Draft"
+        in cli("collections", "--add", "Draft", "koci2018query", "smith2020axioms").stdout
+    )
     assert "Draft" in cli("collections").stdout
     out = tmp_path / "draft.json"
-    assert cli("export", "-o", str(out), "--format", "csl-json", "--collection", "Draft").exit_code == 0
-    assert sorted(i["id"] for i in json.loads(out.read_text())) == ["koci2018query", "smith2020axioms"]
+    assert (
+        cli("export", "-o", str(out), "--format", "csl-json", "--collection", "Draft").exit_code
+        == 0
+    )
+    assert sorted(i["id"] for i in json.loads(out.read_text())) == [
+        "koci2018query",
+        "smith2020axioms",
+    ]
     ris = cli("export", "-o", "-", "--format", "ris", "--keys", "smith2020axioms").stdout
     assert "TY  - CONF" in ris and "SP  - 1\nEP  - 10" in ris
     bib = tmp_path / "auto.bib"

@@ -1,63 +1,93 @@
-"""The library panel: search, sortable list, details with abstract, imports, index status."""
+"""The library panel: the whole library as a lazily fed table (sort/filter/search in SQLite),
+a collections/trash sidebar, a details pane that edits any field, and the context menu
+(cite, open PDF, edit, trash with undo, collections, export selection, duplicates).
+
+Library operations go through :class:`assistant.library.manager.LibraryManager`; this module
+holds only widgets.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QMenu,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
     QTableView,
-    QTextBrowser,
     QToolButton,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from assistant.gui.results_panel import _esc, format_authors
+from assistant.errors import AssistantError
+from assistant.gui.library_dialogs import DuplicatesDialog
+from assistant.gui.library_model import PAPER_ID_ROLE, PaperTableModel
+from assistant.gui.paper_editor import PaperEditor
+from assistant.gui.results_panel import _esc
+from assistant.library.table import COLUMNS
 
-LIST_LIMIT = 500
-PAPER_ID_ROLE = Qt.ItemDataRole.UserRole + 1
+__all__ = ["PAPER_ID_ROLE", "LibraryPanel", "paper_html"]
+_NODE = Qt.ItemDataRole.UserRole
+_EXPORT_FORMATS = {".bib": "bibtex", ".ris": "ris", ".json": "csl-json"}
 
 
 class LibraryPanel(QWidget):
-    """Browses the library with its own (UI-thread, read-only) connection; imports run in workers."""
+    """Browses and edits the library with its own (UI-thread) connection; imports run in workers."""
 
     import_requested = Signal(str)  # "files" | "folder" | "zotero"
     rebuild_requested = Signal()
+    cite_requested = Signal(object)  # a Paper
+    library_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("libraryPanel")
         self.library = None
+        self.manager = None
+        self.last_trashed: list[int] = []
+        self.confirm = self._confirm  # replaceable in tests (no modal dialogs there)
+        self.ask_text = self._ask_text
+        self.ask_save_path = self._ask_save_path
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
 
         top = QHBoxLayout()
         self.search_edit = QLineEdit()
-        self.search_edit.setPlaceholderText("Search the library (title, abstract, authors)…")
+        self.search_edit.setPlaceholderText("Search title, authors, abstract, keywords, key, DOI…")
         self.search_edit.setClearButtonEnabled(True)
         self.search_edit.textChanged.connect(lambda _t: self._search_timer.start())
         top.addWidget(self.search_edit, 1)
         self.import_button = QToolButton()
-        self.import_button.setText("Import")
+        self.import_button.setText("Library")
         self.import_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.import_button)
         menu.addAction(
-            "BibTeX / RIS / CSL-JSON / PDF files…", lambda: self.import_requested.emit("files")
+            "Import BibTeX / RIS / CSL-JSON / PDF files…",
+            lambda: self.import_requested.emit("files"),
         )
-        menu.addAction("A folder…", lambda: self.import_requested.emit("folder"))
+        menu.addAction("Import a folder…", lambda: self.import_requested.emit("folder"))
         menu.addAction(
-            "Zotero database (zotero.sqlite)…", lambda: self.import_requested.emit("zotero")
+            "Import a Zotero database (zotero.sqlite)…",
+            lambda: self.import_requested.emit("zotero"),
         )
+        menu.addAction("Attach PDFs from a folder…", self.attach_folder_dialog)
+        menu.addSeparator()
+        menu.addAction("Find duplicates…", self.duplicates_dialog)
+        menu.addAction("New collection…", lambda: self.new_collection())
+        menu.addAction("Empty the trash…", self.empty_trash)
         menu.addSeparator()
         menu.addAction("Rebuild the index", self.rebuild_requested.emit)
         self.import_button.setMenu(menu)
@@ -66,44 +96,72 @@ class LibraryPanel(QWidget):
 
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(250)
-        self._search_timer.timeout.connect(self.refresh)
+        self._search_timer.setInterval(120)
+        self._search_timer.timeout.connect(self.apply_search)
 
-        self.model = QStandardItemModel(0, 4, self)
-        self.model.setHorizontalHeaderLabels(["Title", "Authors", "Year", "Venue"])
-        self.proxy = QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.sidebar = QTreeWidget()
+        self.sidebar.setObjectName("librarySidebar")
+        self.sidebar.setHeaderHidden(True)
+        self.sidebar.currentItemChanged.connect(self._sidebar_changed)
+        self.sidebar.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.sidebar.customContextMenuRequested.connect(self._sidebar_menu)
+
+        self.model = PaperTableModel(self)
         self.table = QTableView()
-        self.table.setModel(self.proxy)
+        self.table.setObjectName("libraryTable")
+        self.table.setModel(self.model)
         self.table.setSortingEnabled(True)
+        self.table.horizontalHeader().setSortIndicator(
+            self.model.columns.index("year"), Qt.SortOrder.DescendingOrder
+        )
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.setSelectionMode(QTableView.SelectionMode.ExtendedSelection)
         self.table.setEditTriggers(QTableView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(1, 90)
-        header.resizeSection(3, 70)
+        self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setWordWrap(False)
         self.table.setAlternatingRowColors(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(self._column_menu)
+        self._size_columns()
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._table_menu)
+        self.model.modelReset.connect(self._model_reset)
         self.table.selectionModel().currentRowChanged.connect(self._show_details)
+        self.table.doubleClicked.connect(lambda _i: self.cite_selected())
+        for text, keys, slot in (
+            ("Move to the trash", QKeySequence.StandardKey.Delete, self.trash_selected),
+            ("Undo", QKeySequence.StandardKey.Undo, self.undo_trash),
+        ):
+            action = QAction(text, self.table)
+            action.setShortcut(QKeySequence(keys))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.triggered.connect(lambda _c=False, s=slot: s())
+            self.table.addAction(action)
 
-        self.details = QTextBrowser()
-        self.details.setObjectName("paperDetails")
-        self.details.setOpenExternalLinks(False)
-        self.details.setPlaceholderText("Select a paper to see its details and abstract.")
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.table)
-        splitter.addWidget(self.details)
-        splitter.setSizes([300, 160])
+        self.details = PaperEditor()
+        self.details.saved.connect(self._after_edit)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.table)
+        right.addWidget(self.details)
+        right.setSizes([320, 260])
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.sidebar)
+        splitter.addWidget(right)
+        splitter.setSizes([130, 420])
         layout.addWidget(splitter, 1)
 
+        undo_row = QHBoxLayout()
         self.count_label = QLabel("")
-        layout.addWidget(self.count_label)
+        undo_row.addWidget(self.count_label, 1)
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setVisible(False)
+        self.undo_button.clicked.connect(self.undo_trash)
+        undo_row.addWidget(self.undo_button)
+        layout.addLayout(undo_row)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
         self.progress.setTextVisible(True)
@@ -120,63 +178,382 @@ class LibraryPanel(QWidget):
 
     # --- data ---------------------------------------------------------------------------------
     def set_library_path(self, path: Path) -> None:
+        from assistant.library.manager import LibraryManager
         from assistant.library.store import Library
 
         if self.library is not None:
             self.library.close()
         self.library = Library(path)
+        self.manager = LibraryManager(self.library)
+        self.model.set_table(self.manager.table())
         self.refresh()
 
     def close_library(self) -> None:
         if self.library is not None:
             self.library.close()
-            self.library = None
+        self.library = self.manager = None
+        self.model.set_table(None)
 
     def refresh(self) -> None:
-        if self.library is None:
+        """Re-read the library (after an import or any change): sidebar, table, details."""
+        if self.library is None or self.manager is None:
             return
-        query = self.search_edit.text().strip()
-        total = self.library.count()
-        if query:
-            papers = self.library.search(query, limit=200)
-            note = f"{len(papers)} match(es) for “{query}” in {total} papers"
-        else:
-            papers = []
-            for paper in self.library.iter_papers(batch_size=LIST_LIMIT):
-                papers.append(paper)
-                if len(papers) >= LIST_LIMIT:
-                    break
-            note = f"{total} papers" + (
-                f" (showing the first {LIST_LIMIT}; search to find others)"
-                if total > LIST_LIMIT
-                else ""
-            )
-        self.count_label.setText(note)
-        self.model.setRowCount(0)
-        for paper in papers:
-            row = []
-            for text, sort in (
-                (paper.title, paper.title.lower()),
-                (format_authors(paper.authors, 2), paper.first_author_lastname.lower()),
-                (str(paper.year or ""), paper.year or 0),
-                (paper.venue, (paper.venue or "").lower()),
-            ):
-                item = QStandardItem(text)
-                item.setData(sort, Qt.ItemDataRole.UserRole)
-                item.setData(paper.id, PAPER_ID_ROLE)
-                item.setToolTip(text)
-                row.append(item)
-            self.model.appendRow(row)
-        self.details.clear()
+        self._fill_sidebar()
+        current = self.selected_ids()
+        self.model.refresh()
+        if current:
+            self.select_paper(current[0])
 
-    def _show_details(self, current, _previous) -> None:
-        if self.library is None or not current.isValid():
+    def apply_search(self) -> None:
+        self._search_timer.stop()
+        text = self.search_edit.text().strip()
+        if text == self.model.view.search:
             return
-        paper_id = self.proxy.data(current, PAPER_ID_ROLE)
-        paper = self.library.get(int(paper_id)) if paper_id is not None else None
-        if paper is None:
+        self.model.set_view(search=text)
+
+    def _model_reset(self) -> None:
+        if self.library is None:
+            self.count_label.setText("")
             return
-        self.details.setHtml(paper_html(paper))
+        total = self.library.count()
+        shown = self.model.rowCount()
+        view = self.model.view
+        what = "in the trash" if view.trash else f"of {total} papers"
+        note = (
+            f"{shown} {what}"
+            if (view.search or view.trash or view.collection_ids or view.tag)
+            else f"{total} papers"
+        )
+        if view.search:
+            note += f" match “{view.search}”"
+        self.count_label.setText(note)
+        self.details.load(None, None)
+
+    def _size_columns(self) -> None:
+        widths = {"citekey": 120, "title": 320, "authors": 130, "year": 48, "venue": 160}
+        for i, key in enumerate(self.model.columns):
+            self.table.horizontalHeader().resizeSection(i, widths.get(key, 110))
+
+    # --- sidebar -------------------------------------------------------------------------------
+    def _fill_sidebar(self) -> None:
+        current = self.sidebar.currentItem()
+        wanted = current.data(0, _NODE) if current is not None else ("all", None)
+        self.sidebar.blockSignals(True)
+        self.sidebar.clear()
+        items = {}
+
+        def add(parent, text, node):
+            item = QTreeWidgetItem([text])
+            item.setData(0, _NODE, node)
+            (parent.addChild(item) if parent is not None else self.sidebar.addTopLevelItem(item))
+            items[node] = item
+            return item
+
+        add(None, "All papers", ("all", None))
+        cols = self.manager.collections()
+        if cols:
+            head = add(None, "Collections", ("header", "collections"))
+            by_id = {}
+            for c in cols:  # parents come before children (sorted by path)
+                parent = by_id.get(c.parent_id, head)
+                by_id[c.id] = add(parent, f"{c.name} ({c.count})", ("collection", c.id))
+        tags = self.manager.tags()
+        if tags:
+            head = add(None, "Tags", ("header", "tags"))
+            for tag, n in tags.items():
+                add(head, f"{tag} ({n})", ("tag", tag))
+        add(None, f"Trash ({len(self.library.trashed_ids())})", ("trash", None))
+        self.sidebar.expandAll()
+        self.sidebar.setCurrentItem(items.get(wanted) or items[("all", None)])
+        self.sidebar.blockSignals(False)
+
+    def _sidebar_changed(self, item, _previous=None) -> None:
+        if item is None:
+            return
+        kind, value = item.data(0, _NODE)
+        if kind == "header":
+            return
+        self.model.set_view(
+            trash=kind == "trash",
+            collection_ids=(value,) if kind == "collection" else (),
+            tag=value if kind == "tag" else None,
+        )
+
+    def select_node(self, kind: str, value=None) -> bool:
+        """Show ``all``, ``trash``, a ``collection`` id or a ``tag`` (as a click in the sidebar)."""
+        for item in self._all_sidebar_items():
+            if item.data(0, _NODE) == (kind, value):
+                self.sidebar.setCurrentItem(item)
+                return True
+        return False
+
+    def _all_sidebar_items(self):
+        stack = [self.sidebar.topLevelItem(i) for i in range(self.sidebar.topLevelItemCount())]
+        while stack:
+            item = stack.pop()
+            yield item
+            stack.extend(item.child(i) for i in range(item.childCount()))
+
+    def _sidebar_menu(self, pos: QPoint) -> None:
+        item = self.sidebar.itemAt(pos)
+        node = item.data(0, _NODE) if item is not None else ("all", None)
+        menu = QMenu(self)
+        menu.addAction("New collection…", lambda: self.new_collection())
+        if node[0] == "collection":
+            menu.addAction("New sub-collection…", lambda: self.new_collection(node[1]))
+            menu.addAction("Rename…", lambda: self.rename_collection(node[1]))
+            menu.addAction(
+                "Delete the collection (papers stay)", lambda: self.delete_collection(node[1])
+            )
+            menu.addAction(
+                "Export the collection…", lambda: self.export_papers(collection_id=node[1])
+            )
+        if node[0] == "trash":
+            menu.addAction("Empty the trash…", self.empty_trash)
+        menu.exec(self.sidebar.viewport().mapToGlobal(pos))
+
+    # --- selection -----------------------------------------------------------------------------
+    def selected_ids(self) -> list[int]:
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        if not rows and self.table.currentIndex().isValid():
+            rows = [self.table.currentIndex().row()]
+        return [pid for pid in (self.model.paper_id(r) for r in rows) if pid is not None]
+
+    def select_paper(self, paper_id: int) -> bool:
+        row = self.model.row_of(paper_id)
+        if row is None:
+            return False
+        index = self.model.index(row, 0)
+        self.table.setCurrentIndex(index)
+        self.table.scrollTo(index)
+        return True
+
+    def _show_details(self, current, _previous=None) -> None:
+        if self.manager is None or not current.isValid():
+            return
+        self.details.load(self.manager, self.model.paper_id(current.row()))
+
+    # --- actions --------------------------------------------------------------------------------
+    def _run(self, func, *args):
+        """Call a library operation; a user error shows in the status line instead of raising."""
+        try:
+            return func(*args)
+        except AssistantError as exc:
+            self.count_label.setText(f"⚠ {exc}")
+            return None
+
+    def _after_change(self, keep_order: bool = False) -> None:
+        if keep_order:
+            self.model.invalidate_rows()
+        else:
+            self.refresh()
+        errors = self.library.auto_export_errors if self.library is not None else []
+        if errors:
+            self.count_label.setText("⚠ auto-export failed: " + "; ".join(errors))
+        self.library_changed.emit()
+
+    def _after_edit(self, paper) -> None:
+        self._after_change(keep_order=True)
+        self._fill_sidebar()
+
+    def cite_selected(self) -> bool:
+        ids = self.selected_ids()
+        if not ids or self.library is None:
+            return False
+        self.cite_requested.emit(self.library.get(ids[0]))
+        return True
+
+    def trash_selected(self) -> int:
+        ids = self.selected_ids()
+        if not ids or self.manager is None or self.model.view.trash:
+            return 0
+        n = self._run(self.manager.trash, ids) or 0
+        self.last_trashed = ids
+        self._after_change()
+        self.count_label.setText(f"Moved {n} paper(s) to the trash")
+        self.undo_button.setVisible(True)
+        return n
+
+    def undo_trash(self) -> int:
+        if not self.last_trashed or self.manager is None:
+            return 0
+        n = self._run(self.manager.restore, self.last_trashed) or 0
+        first, self.last_trashed = self.last_trashed[0], []
+        self.undo_button.setVisible(False)
+        self._after_change()
+        self.select_paper(first)
+        return n
+
+    def restore_selected(self) -> int:
+        ids = self.selected_ids()
+        n = self._run(self.manager.restore, ids) or 0 if ids else 0
+        self._after_change()
+        return n
+
+    def empty_trash(self) -> int:
+        if self.manager is None:
+            return 0
+        n = len(self.library.trashed_ids())
+        if n == 0 or not self.confirm(
+            "Empty the trash", f"Delete {n} paper(s) for good? This cannot be undone."
+        ):
+            return 0
+        done = self._run(lambda: self.manager.empty_trash(confirmed=True)) or 0
+        self._after_change()
+        return done
+
+    def open_pdf(self) -> bool:
+        ids = self.selected_ids()
+        paper = self.library.get(ids[0]) if ids else None
+        path = self.manager.pdf_file(paper) if paper is not None else None
+        if path is None:
+            self.count_label.setText(
+                "No PDF known for this paper (attach one: Library ▸ Attach PDFs)"
+            )
+            return False
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+
+    def copy_bibtex(self) -> str:
+        from assistant.library.export import render
+
+        text = render(self.library.get_many(self.selected_ids()))
+        QGuiApplication.clipboard().setText(text)
+        return text
+
+    def export_papers(self, ids: list[int] | None = None, collection_id: int | None = None) -> int:
+        path = self.ask_save_path()
+        if not path:
+            return 0
+        fmt = _EXPORT_FORMATS.get(Path(path).suffix.lower(), "bibtex")
+        result = self._run(
+            lambda: self.manager.export(path, fmt, ids=ids, collection_id=collection_id)
+        )
+        if result is None:
+            return 0
+        self.count_label.setText(f"Exported {result[0]} paper(s) to {path}")
+        return result[0]
+
+    def new_collection(self, parent_id: int | None = None) -> int | None:
+        name = self.ask_text("New collection", "Name:")
+        if not name or self.manager is None:
+            return None
+        cid = self._run(self.manager.create_collection, name, parent_id)
+        self._fill_sidebar()
+        return cid
+
+    def rename_collection(self, collection_id: int) -> None:
+        name = self.ask_text("Rename collection", "New name:")
+        if name:
+            self._run(self.manager.rename_collection, collection_id, name)
+            self._fill_sidebar()
+
+    def delete_collection(self, collection_id: int) -> None:
+        if self.confirm(
+            "Delete collection", "Delete this collection? Its papers stay in the library."
+        ):
+            self._run(self.manager.delete_collection, collection_id)
+            self.select_node("all")
+            self.refresh()
+
+    def add_selected_to(self, collection_id: int) -> int:
+        n = self._run(self.manager.add_to_collection, collection_id, self.selected_ids()) or 0
+        self._fill_sidebar()
+        return n
+
+    def remove_selected_from_collection(self) -> int:
+        cols = self.model.view.collection_ids
+        if not cols:
+            return 0
+        n = self._run(self.manager.remove_from_collection, cols[0], self.selected_ids()) or 0
+        self._after_change()
+        return n
+
+    def duplicates_dialog(self) -> DuplicatesDialog | None:
+        if self.manager is None:
+            return None
+        dialog = DuplicatesDialog(self.manager, self)
+        dialog.finished.connect(lambda _r: self._after_change() if dialog.merged else None)
+        dialog.open()
+        return dialog
+
+    def attach_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Attach the PDFs of a folder")
+        if folder and self.manager is not None:
+            report = self._run(self.manager.attach_folder, folder)
+            if report is not None:
+                self._after_change(keep_order=True)
+                self.count_label.setText(
+                    f"Attached {len(report.attached)} PDF(s); {len(report.unmatched)} without a "
+                    f"matching paper; {len(report.issues)} unreadable"
+                )
+
+    # --- menus ---------------------------------------------------------------------------------
+    def _table_menu(self, pos: QPoint) -> QMenu:
+        menu = self.context_menu()
+        menu.popup(self.table.viewport().mapToGlobal(pos))
+        return menu
+
+    def context_menu(self) -> QMenu:
+        """The actions for the selected papers (also used by tests)."""
+        menu = QMenu(self)
+        ids = self.selected_ids()
+        if not ids:
+            return menu
+        menu.addAction("Cite", self.cite_selected)
+        menu.addAction("Open PDF", self.open_pdf)
+        menu.addAction(
+            "Edit",
+            lambda: (self.details.tabs.setCurrentIndex(0), self.details.inputs["title"].setFocus()),
+        )
+        menu.addAction("Copy BibTeX", self.copy_bibtex)
+        menu.addAction("Export selection…", lambda: self.export_papers(ids=ids))
+        if self.manager is not None:
+            cols = self.manager.collections()
+            if cols:
+                sub = menu.addMenu("Add to collection")
+                for c in cols:
+                    sub.addAction(c.path, lambda cid=c.id: self.add_selected_to(cid))
+        if self.model.view.collection_ids:
+            menu.addAction("Remove from this collection", self.remove_selected_from_collection)
+        menu.addSeparator()
+        if self.model.view.trash:
+            menu.addAction("Restore", self.restore_selected)
+        else:
+            menu.addAction("Move to the trash", self.trash_selected)
+        return menu
+
+    def _column_menu(self, pos: QPoint) -> None:
+        menu = QMenu(self)
+        for column in COLUMNS:
+            action = menu.addAction(column.label)
+            action.setCheckable(True)
+            action.setChecked(column.key in self.model.columns)
+            action.toggled.connect(lambda on, key=column.key: self.toggle_column(key, on))
+        menu.exec(self.table.horizontalHeader().mapToGlobal(pos))
+
+    def toggle_column(self, key: str, on: bool) -> None:
+        keys = [
+            c.key
+            for c in COLUMNS
+            if (c.key in self.model.columns or c.key == key) and (on or c.key != key)
+        ]
+        self.model.set_columns(keys)
+        self._size_columns()
+
+    # --- dialogs (replaceable) --------------------------------------------------------------------
+    def _confirm(self, title: str, text: str) -> bool:
+        answer = QMessageBox.question(self, title, text)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _ask_text(self, title: str, label: str) -> str | None:
+        text, ok = QInputDialog.getText(self, title, label)
+        return text.strip() if ok and text.strip() else None
+
+    def _ask_save_path(self) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export", "", "BibTeX (*.bib);;RIS (*.ris);;CSL-JSON (*.json)"
+        )
+        return path or None
 
     # --- progress/status ----------------------------------------------------------------------
     def show_progress(self, done, total, message: str) -> None:

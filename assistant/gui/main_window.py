@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -36,6 +36,13 @@ MODES = ("auto", "local", "paragraph", "global")
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
 
+@dataclass
+class PickedPaper:
+    """A paper chosen in the library (picker, table) where a recommendation is expected."""
+
+    paper: object
+
+
 class MainWindow(QMainWindow, DocumentOps):
     """Cite-Assist's main window. Every slow call runs on the engine thread (``self.runner``)."""
 
@@ -65,6 +72,7 @@ class MainWindow(QMainWindow, DocumentOps):
         self.library_panel = LibraryPanel()
         self.library_panel.import_requested.connect(self.import_library_dialog)
         self.library_panel.rebuild_requested.connect(self.rebuild_index)
+        self.library_panel.cite_requested.connect(self.cite_paper)
         self.library_panel.cancel_button.clicked.connect(lambda: self.runner.cancel("engine"))
         self._dock(self.library_panel, "Library", Qt.DockWidgetArea.LeftDockWidgetArea)
         self.results_panel = ResultsPanel()
@@ -153,6 +161,13 @@ class MainWindow(QMainWindow, DocumentOps):
             "Recommend citations for the selection or the sentence at the cursor",
         )
         self._action(rec_menu, "Find &missing citations", self.find_missing, "Ctrl+Shift+M")
+        self._action(
+            rec_menu,
+            "&Search and cite…",
+            self.search_and_cite,
+            "Ctrl+Shift+C",
+            "Find a paper of the library by title, author, key or DOI and cite it at the cursor",
+        )
         self._action(rec_menu, "&Cancel", lambda: self.runner.cancel("recommend"), "Esc")
         rec_menu.addSeparator()
         for n in range(1, 10):
@@ -187,6 +202,27 @@ class MainWindow(QMainWindow, DocumentOps):
         toolbar.addWidget(self.mode_box)
         self.mode_label = QLabel("")
         toolbar.addWidget(self.mode_label)
+
+    # --- citing a known paper ------------------------------------------------------------------
+    def cite_paper(self, paper) -> bool:
+        """Cite ``paper`` at the cursor with the same insertion path as a recommendation."""
+        if paper is None:
+            return False
+        return self.insert_recommendation(PickedPaper(paper))
+
+    def search_and_cite(self):
+        """Ctrl+Shift+C: the quick picker; the chosen paper is cited at the cursor."""
+        from assistant.gui.library_dialogs import CitePicker
+
+        library = self.library_panel.library
+        if library is None:
+            self.show_error("No library", "Open or import a library first.")
+            return None
+        picker = CitePicker(library, self)
+        picker.accepted.connect(lambda: self.cite_paper(picker.chosen))
+        picker.open()
+        self.cite_picker = picker
+        return picker
 
     # --- engine lifecycle ---------------------------------------------------------------------
     def start(self, prepare: bool = True) -> None:

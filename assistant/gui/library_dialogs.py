@@ -1,0 +1,184 @@
+"""Library dialogs: the duplicates finder/merger and the "Search and cite" quick picker."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+)
+
+from assistant.library.table import PaperTable, View
+
+_ID = Qt.ItemDataRole.UserRole
+
+
+class DuplicatesDialog(QDialog):
+    """Lists duplicate groups; merges the selected group (or all) into the paper marked "keep"."""
+
+    def __init__(self, manager, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Duplicates")
+        self.resize(820, 520)
+        self.manager = manager
+        layout = QVBoxLayout(self)
+        self.summary = QLabel("")
+        layout.addWidget(self.summary)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Keep", "Key", "Year", "Title", "Venue", "DOI"])
+        self.tree.setObjectName("duplicatesTree")
+        layout.addWidget(self.tree, 1)
+        buttons = QHBoxLayout()
+        self.keep_button = QPushButton("Keep this one")
+        self.keep_button.clicked.connect(self.keep_selected)
+        self.merge_button = QPushButton("Merge group")
+        self.merge_button.clicked.connect(self.merge_selected)
+        self.merge_all_button = QPushButton("Merge all groups")
+        self.merge_all_button.clicked.connect(self.merge_all)
+        close = QPushButton("Close")
+        close.clicked.connect(self.accept)
+        for b in (self.keep_button, self.merge_button, self.merge_all_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        buttons.addWidget(close)
+        layout.addLayout(buttons)
+        self.merged = 0
+        self.reload()
+
+    def reload(self) -> None:
+        self.tree.clear()
+        self.groups = self.manager.duplicates()
+        for n, group in enumerate(self.groups):
+            papers = self.manager.lib.get_many(group.ids)
+            top = QTreeWidgetItem(
+                ["", "", "", f"{papers[0].title} ({len(papers)}, {group.reason})", "", ""]
+            )
+            top.setData(0, _ID, n)
+            for i, p in enumerate(papers):
+                child = QTreeWidgetItem(
+                    [
+                        "✔" if i == 0 else "",
+                        p.citekey,
+                        str(p.year or ""),
+                        p.title,
+                        p.venue,
+                        p.doi or "",
+                    ]
+                )
+                child.setData(0, _ID, p.id)
+                top.addChild(child)
+            self.tree.addTopLevelItem(top)
+        self.tree.expandAll()
+        self.summary.setText(
+            f"{len(self.groups)} group(s) of possible duplicates (same DOI, or a similar title with the "
+            "same year and first author). Merging keeps every record; old keys keep resolving."
+        )
+
+    def _group_item(self) -> QTreeWidgetItem | None:
+        item = self.tree.currentItem()
+        if item is None:
+            return None
+        return item.parent() or item
+
+    def keep_selected(self) -> None:
+        item = self.tree.currentItem()
+        if item is None or item.parent() is None:
+            return
+        top = item.parent()
+        for i in range(top.childCount()):
+            top.child(i).setText(0, "✔" if top.child(i) is item else "")
+
+    def _merge(self, top: QTreeWidgetItem) -> None:
+        ids = [int(top.child(i).data(0, _ID)) for i in range(top.childCount())]
+        keep = next(
+            int(top.child(i).data(0, _ID)) for i in range(top.childCount()) if top.child(i).text(0)
+        )
+        self.manager.merge(keep, [i for i in ids if i != keep])
+        self.merged += len(ids) - 1
+
+    def merge_selected(self) -> None:
+        top = self._group_item()
+        if top is not None:
+            self._merge(top)
+            self.reload()
+
+    def merge_all(self) -> None:
+        for i in range(self.tree.topLevelItemCount()):
+            self._merge(self.tree.topLevelItem(i))
+        self.reload()
+
+
+class CitePicker(QDialog):
+    """Ctrl+Shift+C: type a few words of a known paper, Enter cites it."""
+
+    LIMIT = 50
+
+    def __init__(self, library, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Search and cite")
+        self.resize(700, 420)
+        self.table = PaperTable(library)
+        self.library = library
+        self.chosen = None
+        layout = QVBoxLayout(self)
+        self.search_edit = QLineEdit()
+        self.search_edit.setPlaceholderText("Title, author, key or DOI…")
+        layout.addWidget(self.search_edit)
+        self.results = QListWidget()
+        self.results.setObjectName("pickerResults")
+        layout.addWidget(self.results, 1)
+        box = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        box.button(QDialogButtonBox.StandardButton.Ok).setText("Cite")
+        box.accepted.connect(self.accept_current)
+        box.rejected.connect(self.reject)
+        layout.addWidget(box)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(120)
+        self._timer.timeout.connect(self.update_results)
+        self.search_edit.textChanged.connect(lambda _t: self._timer.start())
+        self.search_edit.returnPressed.connect(self.accept_current)
+        self.results.itemActivated.connect(lambda _i: self.accept_current())
+
+    def keyPressEvent(self, event) -> None:  # arrows move in the list while typing
+        if event.key() in (Qt.Key.Key_Down, Qt.Key.Key_Up) and self.results.count():
+            row = self.results.currentRow() + (1 if event.key() == Qt.Key.Key_Down else -1)
+            self.results.setCurrentRow(max(0, min(self.results.count() - 1, row)))
+            return
+        super().keyPressEvent(event)
+
+    def update_results(self) -> None:
+        self._timer.stop()
+        self.results.clear()
+        text = self.search_edit.text().strip()
+        if not text:
+            return
+        self.table.refresh(View(search=text, sort="year", descending=True))
+        for row in self.table.rows(0, self.LIMIT, ("citekey", "title", "authors", "year")):
+            item = QListWidgetItem(
+                f"{row['citekey']} — {row['title']} ({row['authors']}, {row['year'] or 'n.d.'})"
+            )
+            item.setData(_ID, row["id"])
+            self.results.addItem(item)
+        if self.results.count():
+            self.results.setCurrentRow(0)
+
+    def accept_current(self) -> None:
+        if self._timer.isActive():
+            self.update_results()
+        item = self.results.currentItem()
+        if item is None:
+            return
+        self.chosen = self.library.get(int(item.data(_ID)))
+        self.accept()

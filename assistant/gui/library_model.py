@@ -1,7 +1,7 @@
 """A Qt table model over the whole library, fed by window from SQLite.
 
 The model holds only the ordered paper ids of the current view (:class:`PaperTable`); cell
-values are fetched 200 rows at a time when the view paints them and kept in a small cache.
+values are fetched 100 rows at a time when the view paints them and kept in a small cache.
 Sorting and filtering re-run one SQL query, so 100k+ papers sort and filter in a fraction of
 a second and nothing is loaded that is not shown.
 """
@@ -23,7 +23,7 @@ DEFAULT_COLUMNS = tuple(c.key for c in COLUMNS if c.visible)
 
 
 class PaperTableModel(QAbstractTableModel):
-    BLOCK = 200
+    BLOCK = 100
     MAX_BLOCKS = 64
 
     def __init__(self, parent=None) -> None:
@@ -41,8 +41,9 @@ class PaperTableModel(QAbstractTableModel):
         self.refresh()
 
     def set_view(self, **changes) -> None:
+        """Change what is shown; a search-only change reuses the current order (no re-sort)."""
         self.view = replace(self.view, **changes)
-        self.refresh()
+        self.refresh(reuse_order=set(changes) <= {"search", "descending"})
 
     def set_columns(self, keys) -> None:
         keys = [k for k in keys if k in COLUMN_KEYS] or ["title"]
@@ -51,12 +52,12 @@ class PaperTableModel(QAbstractTableModel):
         self._cache.clear()
         self.endResetModel()
 
-    def refresh(self) -> None:
+    def refresh(self, reuse_order: bool = False) -> None:
         """Re-run the view's query (after a change of the library or of the view)."""
         self.beginResetModel()
         start = time.perf_counter()
         if self.table is not None:
-            self.table.refresh(self.view)
+            self.table.refresh(self.view, reuse_order=reuse_order)
         self.last_query_ms = (time.perf_counter() - start) * 1000
         self._cache.clear()
         self.fetch_ms = 0.0
@@ -103,7 +104,7 @@ class PaperTableModel(QAbstractTableModel):
                 sort=self.columns[column],
                 descending=order == Qt.SortOrder.DescendingOrder,
             )
-            self.refresh()
+            self.refresh(reuse_order=True)  # a new column is queried; a direction flip is not
 
     # -- rows -----------------------------------------------------------------------------------
     def row(self, n: int) -> dict:
@@ -111,7 +112,7 @@ class PaperTableModel(QAbstractTableModel):
         rows = self._cache.get(block)
         if rows is None:
             start = time.perf_counter()
-            rows = self.table.rows(block * self.BLOCK, self.BLOCK, COLUMN_KEYS)
+            rows = self.table.rows(block * self.BLOCK, self.BLOCK, self.columns)
             self.fetch_ms += (time.perf_counter() - start) * 1000
             self._cache[block] = rows
             while len(self._cache) > self.MAX_BLOCKS:

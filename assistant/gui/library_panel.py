@@ -58,6 +58,7 @@ class LibraryPanel(QWidget):
         self.library = None
         self.manager = None
         self.last_trashed: list[int] = []
+        self._total: int | None = None  # papers in the library (read again after a change)
         self.confirm = self._confirm  # replaceable in tests (no modal dialogs there)
         self.ask_text = self._ask_text
         self.ask_save_path = self._ask_save_path
@@ -200,6 +201,7 @@ class LibraryPanel(QWidget):
             return
         self._fill_sidebar()
         current = self.selected_ids()
+        self._total = None
         self.model.refresh()
         if current:
             self.select_paper(current[0])
@@ -215,7 +217,9 @@ class LibraryPanel(QWidget):
         if self.library is None:
             self.count_label.setText("")
             return
-        total = self.library.count()
+        if self._total is None:
+            self._total = self.library.count()
+        total = self._total
         shown = self.model.rowCount()
         view = self.model.view
         what = "in the trash" if view.trash else f"of {total} papers"

@@ -25,6 +25,7 @@ from assistant.library.models import Citation, ImportOutcome, Paper
 from assistant.library.normalize import author_key, normalize_doi, title_key
 from assistant.library.schema import (
     FTS_COLUMNS,
+    FTS_TRIGGERS_V2,
     SCHEMA_VERSION,
     LibraryOpenError,
     check_library_file,
@@ -42,7 +43,7 @@ _SELECT = (
 )
 _LIVE = "p.deleted_at IS NULL"
 _FTS_COLS = ", ".join(FTS_COLUMNS)
-_FTS_TRIGGERS = ("papers_ai", "papers_ad", "papers_au")
+_FTS_TRIGGERS = tuple(FTS_TRIGGERS_V2)
 _FTS_SPECIAL = re.compile(r'["*:()^]|\b(AND|OR|NOT|NEAR)\b')
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -159,11 +160,6 @@ class Library:
             yield self
             return
         self._bulk_from = self.conn.execute("SELECT coalesce(max(id), 0) FROM papers").fetchone()[0]
-        marks = ",".join("?" * len(_FTS_TRIGGERS))
-        triggers = self.conn.execute(
-            f"SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
-            _FTS_TRIGGERS,
-        ).fetchall()
         try:
             for name in _FTS_TRIGGERS:
                 self.conn.execute(f"DROP TRIGGER IF EXISTS {name}")
@@ -173,7 +169,7 @@ class Library:
                 f"SELECT id, {_FTS_COLS} FROM papers WHERE id > ?",
                 (self._bulk_from,),
             )
-            for (sql,) in triggers:
+            for sql in FTS_TRIGGERS_V2.values():
                 self.conn.execute(sql)
         finally:
             self._bulk_from = None

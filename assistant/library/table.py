@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,19 @@ COLUMNS: tuple[Column, ...] = (
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_DOI_PREFIX = re.compile(r"^\s*(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?(10\.\d{2,9}/\S*)\s*$", re.I)
 _YEAR_RANGE = re.compile(r"^\s*(\d{4})?\s*(-|–|\.\.)\s*(\d{4})?\s*$")
 _YEAR_CMP = re.compile(r"^\s*(<=|>=|<|>|=)?\s*(\d{4})\s*$")
 
 
 def fts_query(text: str) -> str | None:
-    """An FTS5 query for search-as-you-type: every word must match, the last as a prefix."""
+    """An FTS5 query for search-as-you-type: every word must match, the last as a prefix.
+
+    A last word of one letter is left out until the next keystroke (a one-letter prefix matches
+    most of a library and costs a scan; the prefix indexes cover 2 and 3 letters)."""
     tokens = _TOKEN.findall(text)
+    if len(tokens) > 0 and len(tokens[-1]) < 2:
+        tokens = tokens[:-1]
     if not tokens:
         return None
     parts = [f'"{t}"' for t in tokens[:-1]] + [f'"{tokens[-1]}"*']
@@ -75,17 +81,16 @@ class PaperTable:
         self.lib = lib
         self.view = View()
         self.ids: list[int] = []
+        self._ascending: list[int] = []  # the view's order without the search, ascending
+        self._base_desc: list[int] | None = None
+        self._rank: dict[int, int] | None = None
+        self._base_key: View | None = None
+        self._positions: dict[int, int] | None = None
 
     # -- the view ---------------------------------------------------------------------------
     def _where(self, view: View) -> tuple[list[str], list]:
         where = ["p.deleted_at IS NOT NULL" if view.trash else "p.deleted_at IS NULL"]
         args: list = []
-        query = fts_query(view.search)
-        if view.search.strip() and query is None:
-            where.append("0")
-        if query:
-            where.append("p.id IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)")
-            args.append(query)
         for key, text in view.filters.items():
             text = (text or "").strip()
             column = _BY_KEY.get(key)
@@ -112,21 +117,59 @@ class PaperTable:
             args.append(view.tag)
         return where, args
 
-    def refresh(self, view: View | None = None) -> int:
-        """Resolve ``view`` (default: the current one) to the ordered ids; returns how many."""
+    def refresh(self, view: View | None = None, reuse_order: bool = False) -> int:
+        """Resolve ``view`` (default: the current one) to the ordered ids; returns how many.
+
+        The order without the search (sort, filters, collection, trash) is one SQL query; with
+        ``reuse_order`` it is kept while those do not change, and each search keystroke only asks
+        FTS5 for the matching ids and keeps them in that order (typing never re-sorts the
+        library). Without it (the default) the library is read again."""
         view = view or self.view
         if view.sort not in _BY_KEY:
             raise ValueError(f"unknown column {view.sort!r} (one of {', '.join(COLUMN_KEYS)})")
-        where, args = self._where(view)
-        direction = "DESC" if view.descending else "ASC"
-        sql = (
-            f"SELECT p.id FROM papers p WHERE {' AND '.join(where)} "
-            f"ORDER BY {_BY_KEY[view.sort].sort} {direction}, p.id {direction}"
-        )
-        try:
-            self.ids = [r[0] for r in self.lib.conn.execute(sql, args)]
-        except sqlite3.OperationalError:  # an FTS query SQLite refuses: show nothing, not a crash
-            self.ids = []
+        base_key = replace(view, search="", descending=False)
+        if not reuse_order or base_key != self._base_key:
+            where, args = self._where(view)
+            sql = (
+                f"SELECT p.id FROM papers p WHERE {' AND '.join(where)} "
+                f"ORDER BY {_BY_KEY[view.sort].sort}, p.id"
+            )
+            self._ascending = [r[0] for r in self.lib.conn.execute(sql, args)]
+            self._base_key = base_key
+            self._base_desc = None
+            self._rank = None
+        if view.descending:  # (x DESC, id DESC) is exactly the reverse of (x, id)
+            if self._base_desc is None:
+                self._base_desc = self._ascending[::-1]
+            base = self._base_desc
+        else:
+            base = self._ascending
+        query = fts_query(view.search)
+        doi = _DOI_PREFIX.match(view.search)
+        if query is None:
+            self.ids = list(base)
+        else:
+            try:
+                if doi:  # a DOI being typed: a range of the DOI index, not every "10" "1145"
+                    prefix = doi.group(1).lower()
+                    sql = "SELECT id FROM papers WHERE doi >= ? AND doi < ?"
+                    rows = self.lib.conn.execute(sql, (prefix, prefix + "\uffff"))
+                else:
+                    sql = "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?"
+                    rows = self.lib.conn.execute(sql, (query,))
+                hits = [r[0] for r in rows]
+            except sqlite3.OperationalError:  # a query FTS5 refuses: nothing, not a crash
+                hits = []
+            if len(hits) * 8 < len(base):  # few hits: order them by their rank in the base order
+                if self._rank is None:
+                    self._rank = {pid: n for n, pid in enumerate(self._ascending)}
+                rank = self._rank
+                ranked = sorted((rank[h] for h in hits if h in rank), reverse=view.descending)
+                self.ids = [self._ascending[n] for n in ranked]
+            else:
+                wanted = set(hits)
+                self.ids = [i for i in base if i in wanted]
+        self._positions = None
         self.view = view
         return len(self.ids)
 
@@ -154,10 +197,9 @@ class PaperTable:
         return [found.get(i, {"id": i}) for i in ids]
 
     def row_of(self, paper_id: int) -> int | None:
-        try:
-            return self.ids.index(paper_id)
-        except ValueError:
-            return None
+        if self._positions is None:
+            self._positions = {pid: n for n, pid in enumerate(self.ids)}
+        return self._positions.get(paper_id)
 
 
 def _display(key: str, value):

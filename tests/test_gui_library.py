@@ -64,6 +64,11 @@ def test_whole_library_sorted_and_searched_in_sql(panel, qtbot):
     }
     panel.search_edit.setText("10.1145/67449")  # DOI search
     qtbot.waitUntil(lambda: panel.model.rowCount() == 1, timeout=3000)
+    panel.search_edit.setText('year:1978 venue:"sigir forum" weird')  # column filters, in SQL
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 2, timeout=3000)
+    assert panel.model.view.filters == {"year": "1978", "venue": "sigir forum"}
+    panel.search_edit.setText("year:<1980")
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 5, timeout=3000)
     panel.search_edit.clear()
     qtbot.waitUntil(lambda: panel.model.rowCount() == total, timeout=3000)
 

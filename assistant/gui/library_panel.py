@@ -37,7 +37,7 @@ from assistant.gui.library_dialogs import DuplicatesDialog
 from assistant.gui.library_model import PAPER_ID_ROLE, PaperTableModel
 from assistant.gui.paper_editor import PaperEditor
 from assistant.gui.results_panel import _esc
-from assistant.library.table import COLUMNS
+from assistant.library.table import COLUMNS, parse_search
 
 __all__ = ["PAPER_ID_ROLE", "LibraryPanel", "paper_html"]
 _NODE = Qt.ItemDataRole.UserRole
@@ -67,7 +67,9 @@ class LibraryPanel(QWidget):
 
         top = QHBoxLayout()
         self.search_edit = QLineEdit()
-        self.search_edit.setPlaceholderText("Search title, authors, abstract, keywords, key, DOI…")
+        self.search_edit.setPlaceholderText(
+            "Search title, authors, abstract, keywords, key, DOI… (filters: year:2010-2015 venue:sigir)"
+        )
         self.search_edit.setClearButtonEnabled(True)
         self.search_edit.textChanged.connect(lambda _t: self._search_timer.start())
         top.addWidget(self.search_edit, 1)
@@ -208,10 +210,13 @@ class LibraryPanel(QWidget):
 
     def apply_search(self) -> None:
         self._search_timer.stop()
-        text = self.search_edit.text().strip()
-        if text == self.model.view.search:
+        text, filters = parse_search(self.search_edit.text())
+        if text == self.model.view.search and filters == self.model.view.filters:
             return
-        self.model.set_view(search=text)
+        if filters == self.model.view.filters:
+            self.model.set_view(search=text)
+        else:
+            self.model.set_view(search=text, filters=filters)
 
     def _model_reset(self) -> None:
         if self.library is None:

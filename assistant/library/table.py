@@ -61,6 +61,34 @@ def fts_query(text: str) -> str | None:
     return " ".join(parts)
 
 
+_FIELD_FILTER = re.compile(r'(?<!\S)([A-Za-z_]+):(?:"([^"]*)"|(\S+))')
+_FILTER_ALIASES = {
+    "author": "authors",
+    "key": "citekey",
+    "type": "entry_type",
+    "editor": "editors",
+    "keyword": "keywords",
+    "journal": "venue",
+    "booktitle": "venue",
+}
+
+
+def parse_search(text: str) -> tuple[str, dict[str, str]]:
+    """Split the search box text into free words and ``column:value`` filters
+    (``year:2010-2015 venue:"SIGIR Forum" neural``); an unknown ``name:`` stays a word."""
+    filters: dict[str, str] = {}
+
+    def take(match: re.Match) -> str:
+        key = _FILTER_ALIASES.get(match.group(1).lower(), match.group(1).lower())
+        if key not in _BY_KEY:
+            return match.group(0)
+        filters[key] = match.group(2) if match.group(2) is not None else match.group(3)
+        return " "
+
+    rest = _FIELD_FILTER.sub(take, text)
+    return " ".join(rest.split()), filters
+
+
 @dataclass
 class View:
     """What the table shows: search text, column filters, collection/tag, trash, sort."""

@@ -143,7 +143,14 @@ def test_collections_sidebar_and_context_menu(panel, tmp_path):
     panel.table.selectAll()
     assert panel.export_papers(ids=panel.selected_ids()) == 1
     assert "ID  - koci2018query" in out.read_text()
+    sync = tmp_path / "sync.bib"
+    panel.ask_save_path = lambda: str(sync)
+    assert panel.auto_export(cid) == str(sync.resolve())
+    assert sync.read_text().startswith("@article{koci2018query,")
+    panel.set_recommend_collection(cid)
+    assert panel.recommend_collection == cid and "Related work" in panel.count_label.text()
     assert panel.remove_selected_from_collection() == 1 and panel.model.rowCount() == 0
+    assert sync.read_text() == ""  # the collection's file follows its membership
     panel.select_node("all")
     _select(panel, "koci2018query")
     assert not panel.open_pdf() and "No PDF" in panel.count_label.text()

@@ -108,3 +108,13 @@ def test_citekey_pattern_and_regenerate(cli):
     out = cli("citekeys", "--pattern", "[auth:lower]_[year]", "--regenerate")
     assert "koll1978weird -> koll_1978" in out.stdout and "koci2018query ->" not in out.stdout
     assert json.loads(cli("show", "koll1978weird", "--json").stdout)["citekey"] == "koll_1978"
+
+
+def test_recommend_from_unknown_collection_is_one_line_error(cli, tmp_path):
+    from click.testing import CliRunner
+
+    db = tmp_path / "lib.sqlite"
+    result = CliRunner().invoke(
+        main, ["recommend", "query expansion", "--collection", "Nope", "--db", str(db)]
+    )
+    assert result.exit_code == 1 and "Error: no collection 'Nope'" in result.stderr

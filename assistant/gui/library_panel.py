@@ -59,6 +59,7 @@ class LibraryPanel(QWidget):
         self.manager = None
         self.last_trashed: list[int] = []
         self._total: int | None = None  # papers in the library (read again after a change)
+        self.recommend_collection: int | None = None  # recommend only from this collection
         self.confirm = self._confirm  # replaceable in tests (no modal dialogs there)
         self.ask_text = self._ask_text
         self.ask_save_path = self._ask_save_path
@@ -309,6 +310,10 @@ class LibraryPanel(QWidget):
         menu = QMenu(self)
         menu.addAction("New collection…", lambda: self.new_collection())
         if node[0] == "collection":
+            only = menu.addAction("Recommend only from this collection")
+            only.setCheckable(True)
+            only.setChecked(self.recommend_collection == node[1])
+            only.toggled.connect(lambda on: self.set_recommend_collection(node[1] if on else None))
             menu.addAction("New sub-collection…", lambda: self.new_collection(node[1]))
             menu.addAction("Rename…", lambda: self.rename_collection(node[1]))
             menu.addAction(
@@ -317,6 +322,9 @@ class LibraryPanel(QWidget):
             menu.addAction(
                 "Export the collection…", lambda: self.export_papers(collection_id=node[1])
             )
+        if node[0] in ("collection", "all"):
+            cid = node[1] if node[0] == "collection" else None
+            menu.addAction("Keep a file in sync (auto-export)…", lambda: self.auto_export(cid))
         if node[0] == "trash":
             menu.addAction("Empty the trash…", self.empty_trash)
         menu.exec(self.sidebar.viewport().mapToGlobal(pos))
@@ -463,6 +471,28 @@ class LibraryPanel(QWidget):
             self._run(self.manager.delete_collection, collection_id)
             self.select_node("all")
             self.refresh()
+
+    def set_recommend_collection(self, collection_id: int | None) -> None:
+        """Recommendations come only from this collection (None: the whole library)."""
+        self.recommend_collection = collection_id
+        if collection_id is None:
+            self.count_label.setText("Recommending from the whole library")
+        else:
+            name = self._run(self.manager.collection, collection_id)
+            self.count_label.setText(
+                f"Recommending only from “{name.path if name else collection_id}”"
+            )
+
+    def auto_export(self, collection_id: int | None = None) -> str | None:
+        """Keep a .bib/.ris/.json file in sync with the library or a collection."""
+        path = self.ask_save_path()
+        if not path or self.manager is None:
+            return None
+        fmt = _EXPORT_FORMATS.get(Path(path).suffix.lower(), "bibtex")
+        entry = self._run(self.manager.add_auto_export, path, collection_id, fmt)
+        if entry is not None:
+            self.count_label.setText(f"{entry.path} is kept in sync after every change")
+        return entry.path if entry is not None else None
 
     def add_selected_to(self, collection_id: int) -> int:
         n = self._run(self.manager.add_to_collection, collection_id, self.selected_ids()) or 0

@@ -443,6 +443,7 @@ class MainWindow(QMainWindow, DocumentOps):
         filters = self.results_panel.filter_values()
         max_year = filters["year_max"] if filters["year_max"] < 2100 else None
         intent = filters["intent"] or None
+        only_collection = self.library_panel.recommend_collection
 
         def job(progress, cancelled):
             config = replace(self.engine.default_config(), k=k + extra, exclude_cited=False)
@@ -450,6 +451,8 @@ class MainWindow(QMainWindow, DocumentOps):
                 config.max_year = max_year
             if intent:
                 config.intent_preference = intent
+            if only_collection is not None:
+                config.collection_ids = (only_collection,)
             return self.engine.recommend(query, config=config, cancelled=cancelled)
 
         return self.runner.submit(

@@ -215,6 +215,11 @@ def index(
     is_flag=True,
     help="Also print each result's BibTeX entry (in JSON: a 'bibtex' field).",
 )
+@click.option(
+    "--collection",
+    default=None,
+    help="Recommend only papers of this library collection (name, path or id).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def recommend(
@@ -234,6 +239,7 @@ def recommend(
     max_year,
     need,
     bibtex,
+    collection,
     as_json,
 ):
     """Recommend papers from the library for TEXT (a citation context, paragraph, or nothing + --title/--abstract)."""
@@ -264,6 +270,14 @@ def recommend(
             max_year=max_year,
             intent_preference=preference,
         )
+        if collection:
+            from assistant.errors import AssistantError
+            from assistant.library.groups import find_collection
+
+            try:
+                config = replace(config, collection_ids=(find_collection(library, collection).id,))
+            except AssistantError as exc:
+                raise click.ClickException(str(exc)) from None
         if reranker == "auto":
             shipped = shipped_reranker()
             if shipped is not None:

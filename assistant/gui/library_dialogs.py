@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from assistant.library.table import PaperTable, View
+from assistant.service.library import PaperTable, View
 
 _ID = Qt.ItemDataRole.UserRole
 

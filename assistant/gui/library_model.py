@@ -14,11 +14,12 @@ from dataclasses import replace
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
-from assistant.library.table import COLUMN_KEYS, COLUMNS, PaperTable, View
+from assistant.service.library import COLUMNS, PaperTable, View
 
 PAPER_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 _LABELS = {c.key: c.label for c in COLUMNS}
 _ROOT = QModelIndex()
+_KEYS = tuple(c.key for c in COLUMNS)
 DEFAULT_COLUMNS = tuple(c.key for c in COLUMNS if c.visible)
 
 
@@ -46,7 +47,7 @@ class PaperTableModel(QAbstractTableModel):
         self.refresh(reuse_order=set(changes) <= {"search", "descending"})
 
     def set_columns(self, keys) -> None:
-        keys = [k for k in keys if k in COLUMN_KEYS] or ["title"]
+        keys = [k for k in keys if k in _KEYS] or ["title"]
         self.beginResetModel()
         self.columns = keys
         self._cache.clear()

@@ -2,7 +2,7 @@
 a collections/trash sidebar, a details pane that edits any field, and the context menu
 (cite, open PDF, edit, trash with undo, collections, export selection, duplicates).
 
-Library operations go through :class:`assistant.library.manager.LibraryManager`; this module
+Library operations go through the service (:mod:`assistant.service.library`); this module
 holds only widgets.
 """
 
@@ -37,7 +37,7 @@ from assistant.gui.library_dialogs import DuplicatesDialog
 from assistant.gui.library_model import PAPER_ID_ROLE, PaperTableModel
 from assistant.gui.paper_editor import PaperEditor
 from assistant.gui.results_panel import _esc
-from assistant.library.table import COLUMNS, parse_search
+from assistant.service.library import COLUMNS, parse_search
 
 __all__ = ["PAPER_ID_ROLE", "LibraryPanel", "paper_html"]
 _NODE = Qt.ItemDataRole.UserRole
@@ -182,13 +182,12 @@ class LibraryPanel(QWidget):
 
     # --- data ---------------------------------------------------------------------------------
     def set_library_path(self, path: Path) -> None:
-        from assistant.library.manager import LibraryManager
-        from assistant.library.store import Library
+        from assistant.service.library import LibraryManager
 
         if self.library is not None:
             self.library.close()
-        self.library = Library(path)
-        self.manager = LibraryManager(self.library)
+        self.manager = LibraryManager.open(path)
+        self.library = self.manager.lib
         self.model.set_table(self.manager.table())
         self.refresh()
 
@@ -431,9 +430,7 @@ class LibraryPanel(QWidget):
         return QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
     def copy_bibtex(self) -> str:
-        from assistant.library.export import render
-
-        text = render(self.library.get_many(self.selected_ids()))
+        text = self.manager.render(self.selected_ids())
         QGuiApplication.clipboard().setText(text)
         return text
 

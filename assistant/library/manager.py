@@ -37,6 +37,22 @@ class LibraryManager:
     def __init__(self, lib) -> None:
         self.lib = lib
 
+    @classmethod
+    def open(cls, path) -> LibraryManager:
+        """Open (create, migrate) the library file at ``path``."""
+        from assistant.library.store import Library
+
+        return cls(Library(path))
+
+    def close(self) -> None:
+        self.lib.close()
+
+    def render(self, paper_ids: list[int], fmt: str = "bibtex") -> str:
+        """The export text of these papers (for the clipboard)."""
+        from assistant.library.export import render
+
+        return render(self.lib.get_many(paper_ids), fmt)
+
     # -- finding ------------------------------------------------------------------------------
     def find(self, key: str, include_trashed: bool = True) -> Paper:
         """A paper by citekey (or a merged-away alias), DOI or numeric id."""

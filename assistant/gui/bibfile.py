@@ -155,8 +155,11 @@ def _rename_entry(entry_text: str, old: str, new: str) -> str:
     )
 
 
-def append_entry(path: Path | str, entry_text: str) -> AppendResult:
-    """Append one BibTeX entry to ``path`` (created if missing) unless it is already there."""
+def append_entry(path: Path | str, entry_text: str, dry_run: bool = False) -> AppendResult:
+    """Append one BibTeX entry to ``path`` (created if missing) unless it is already there.
+
+    ``dry_run``: check everything and return what would happen (the key to cite), write nothing.
+    """
     path = Path(path)
     new_entries, errors = parse_entries(entry_text, "<new entry>")
     if len(new_entries) != 1 or errors:
@@ -219,6 +222,8 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
             f"(entries before {len(old_entries)}, after {len(check)}); an unclosed entry near the end "
             "of the file? The file was left unchanged."
         )
+    if dry_run:
+        return AppendResult(status, key, path)
     backup = None
     if path.exists():
         backup = path.with_name(path.name + ".bak")

@@ -8,9 +8,10 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from assistant.gui import textops
-from assistant.gui.bibfile import append_entry, entry_number
+from assistant.gui.bibfile import append_entry, entry_number, read_bib
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.engine import paper_bibtex
+from assistant.gui.flagged import count_text
 from assistant.gui.settings import bib_for_manuscript, remember_bib
 from assistant.textfile import (
     BinaryFileError,
@@ -71,6 +72,16 @@ def missing_marks(text: str, missing) -> list[MarginMark]:
     return marks
 
 
+def _relative_name(bib: Path, manuscript: Path | None) -> str:
+    """How the manuscript names its .bib (relative to the manuscript's folder when it can)."""
+    if manuscript is not None:
+        try:
+            return str(Path(bib).resolve().relative_to(Path(manuscript).resolve().parent))
+        except ValueError:
+            pass
+    return str(bib)
+
+
 class DocumentOps:
     """Mixed into ``MainWindow`` (needs ``tabs``, ``runner``, ``engine``, ``show_error``, ``set_status``)."""
 
@@ -86,6 +97,7 @@ class DocumentOps:
 
     def _add_tab(self, editor: ManuscriptEditor, state: DocumentState) -> ManuscriptEditor:
         editor.state = state
+        editor.marks_changed.connect(lambda _n, e=editor: self.show_flagged(e))
         editor.document().modificationChanged.connect(
             lambda _m, e=editor: self._update_tab_title(e)
         )
@@ -186,7 +198,13 @@ class DocumentOps:
         editor.state.text_format = fmt
         editor.document().setModified(False)
         self._update_tab_title(editor)
-        self.set_status(f"Saved {path}")
+        added = self.write_pending_bib(editor)
+        bib_note = (
+            f"; {len(added)} entr{'y' if len(added) == 1 else 'ies'} added to {editor.state.bib_path.name}"
+            if added
+            else ""
+        )
+        self.set_status(f"Saved {path}{bib_note}")
         if lost:
             chars = " ".join(lost[:10])
             self.show_error(
@@ -259,7 +277,12 @@ class DocumentOps:
 
     # --- insert / copy ------------------------------------------------------------------------
     def insert_recommendation(self, rec) -> bool:
-        """Insert the citation at the cursor/slot and add the entry to the manuscript's .bib file."""
+        """Insert the citation (one undo step) and queue its .bib entry for the next save.
+
+        The .bib file is written when the manuscript is saved, with the entries of the
+        citations still in the text then: undoing an Insert so also drops its entry, and
+        nothing touches the .bib before the draft itself is saved.
+        """
         editor, state = self.current_editor(), self.current_state()
         paper = rec.paper
         library = self.library_panel.library
@@ -273,21 +296,71 @@ class DocumentOps:
             return False
         try:
             entry = paper_bibtex(library, paper)
-            result = append_entry(bib, entry)
+            plan = append_entry(bib, entry, dry_run=True)  # checks the file; writes nothing
         except Exception as exc:
             self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
             return False
-        number = entry_number(bib, result.key) if state.style == textops.NUMERIC else None
+        key = plan.key
+        if plan.written and key not in state.pending_bib:
+            state.pending_bib[key] = entry
+        number = None
+        if state.style == textops.NUMERIC:
+            number = entry_number(bib, key) if bib.exists() else None
+            if number is None:
+                existing = len(read_bib(bib)) if bib.exists() else 0
+                number = existing + list(state.pending_bib).index(key) + 1
+        text = editor.toPlainText()
         start, end = editor.selection_range()
-        edit = textops.citation_edit(
-            editor.toPlainText(), start, end, result.key, state.style, number
-        )
-        editor.apply_edit(edit)
-        verb = {"added": "added to", "renamed": "added (renamed) to"}.get(
-            result.status, "already in"
-        )
-        self.set_status(f"Cited {result.key}; entry {verb} {bib.name}")
+        settings = getattr(self, "settings", None)
+        edits = [
+            textops.citation_edit(
+                text,
+                start,
+                end,
+                key,
+                state.style,
+                number,
+                command=getattr(settings, "cite_command", "\\cite"),
+                markdown_form=getattr(settings, "markdown_cite", textops.PANDOC_MERGED),
+            )
+        ]
+        if state.style == textops.MARKDOWN:
+            front = textops.front_matter_edit(text, _relative_name(bib, state.path))
+            if front is not None:
+                edits.append(front)
+        editor.apply_edits(edits)
+        editor.setFocus()  # Ctrl+Z right after a click on Insert undoes it
+        if plan.written:
+            where = f"{bib.name} gets its entry when you save the manuscript"
+        else:
+            where = f"entry already in {bib.name}"
+        self.set_status(f"Cited {key}; {where} (Ctrl+Z undoes both)")
         return True
+
+    def write_pending_bib(self, editor: ManuscriptEditor) -> list[str]:
+        """Append the queued entries still cited in the manuscript to its .bib; returns their keys."""
+        state = editor.state
+        if not state.pending_bib or state.bib_path is None:
+            state.pending_bib.clear()
+            return []
+        text = editor.toPlainText()
+        cited = {k for s in textops.citation_spans(text, state.style) for k in s.keys}
+        written = []
+        if state.style == textops.NUMERIC:
+            existing = len(read_bib(state.bib_path)) if state.bib_path.exists() else 0
+            numbers = {key: str(existing + i) for i, key in enumerate(state.pending_bib, start=1)}
+            cited = {key for key, n in numbers.items() if n in cited}
+        for key, entry in list(state.pending_bib.items()):
+            if key not in cited:
+                continue
+            try:
+                append_entry(state.bib_path, entry)
+            except Exception as exc:
+                self.show_error("Cannot update the bibliography", f"{state.bib_path}: {exc}")
+                return written
+            written.append(key)
+        state.pending_bib.clear()
+        return written
 
     def copy_bibtex(self, rec) -> str:
         text = paper_bibtex(self.library_panel.library, rec.paper)
@@ -339,11 +412,13 @@ class DocumentOps:
             self._add_tab(editor, state)
             self.tabs.setTabText(self.tabs.indexOf(editor), f"{path.name} (PDF)")
             editor.set_marks(missing_marks(text, missing))
+            self.show_flagged(editor)
             editor.mark_clicked.connect(lambda _mark: self.recommend())
             warn = f" — {len(doc.warnings)} warning(s)" if doc.warnings else ""
             self.set_status(
                 f"{path.name}: {sum(1 for _ in doc.sentences())} sentences, "
-                f"{len(doc.citing_sentences())} with citations, {len(missing)} may need one{warn}"
+                f"{len(doc.citing_sentences())} with citations; {count_text(len(editor.marks))}"
+                f"{warn}"
             )
 
         def failed(message, trace) -> None:
@@ -374,9 +449,8 @@ class DocumentOps:
             if editor.toPlainText() != text:
                 return  # edited meanwhile: offsets are stale
             editor.set_marks(missing_marks(text, missing))
-            self.set_status(
-                f"{len(missing)} sentence(s) may need a citation (orange marks in the margin)"
-            )
+            self.show_flagged(editor)
+            self.set_status(count_text(len(editor.marks)))
 
         return self.runner.submit(
             "analyse",

@@ -33,6 +33,10 @@ class EmptyLibraryError(RuntimeError):
     """Nothing to recommend from yet."""
 
 
+class EngineBusyError(RuntimeError):
+    """No index is loaded yet and a job is building the first one."""
+
+
 class EngineCancelled(Exception):
     """A job was cancelled between two steps."""
 
@@ -157,7 +161,7 @@ class Engine:
             build_index, self.library, encoder, progress=report, cancelled=cancelled
         )
         self._index_ready = True
-        self._recommender = None  # picks up the new index
+        # the recommender in use keeps serving the old index until prepare() swaps in a new one
         self._embedded = _embedded_count(result, self.library)
         return result
 
@@ -183,8 +187,9 @@ class Engine:
             if result.stopped_reason == "cancelled":
                 raise EngineCancelled("adaptation cancelled")
             self.settings.encoder = opts.name
-            self._encoder = None  # the re-built index names the adapted encoder: reload both
-            self._recommender = None
+            # the re-built index names the adapted encoder: reload it; the recommender in use
+            # (old encoder + old index, consistent) serves until prepare() swaps in the new one
+            self._encoder = None
         return result, self.prepare(progress, cancelled)
 
     def _make_recommender(self):
@@ -218,9 +223,28 @@ class Engine:
         return self._recommender
 
     def recommend(self, query, config=None, cancelled: CancelFn = _never):
-        """Run the pipeline (prepares the engine first if needed)."""
-        with self._lock:
-            return self.recommender.recommend(query, config=config, cancelled=cancelled)
+        """Run the pipeline on the last committed index.
+
+        Never waits for a running job (import, index, adapt): the recommender in use keeps
+        its loaded index until a job swaps in a new one. Only when there is none yet does it
+        prepare the engine, and only if no job holds it (else ``EngineBusyError``).
+        """
+        recommender = self._recommender
+        if recommender is None:
+            if not self._lock.acquire(blocking=False):
+                raise EngineBusyError(
+                    "the library is being imported or indexed for the first time: "
+                    "recommendations start as soon as the first index is ready"
+                )
+            try:
+                recommender = self.recommender
+            finally:
+                self._lock.release()
+        return recommender.recommend(query, config=config, cancelled=cancelled)
+
+    def index_stale(self) -> bool:
+        """Papers were added (or removed) since the index in use was built."""
+        return self._index_ready and self.library.count() != self._embedded
 
     def default_config(self):
         from assistant.retrieval.pipeline import PipelineConfig
@@ -238,6 +262,17 @@ class Engine:
                 self.build_index(progress, cancelled)
                 self._recommender = self._make_recommender()
             return result
+
+    def import_outcome(self, papers_before: int) -> str:
+        """After a cancelled import: what actually happened, in one sentence."""
+        after = self.library.count()
+        if after == papers_before:
+            return "Import cancelled: rolled back, the library is unchanged"
+        stale = " — the index is stale" if self.index_stale() else ""
+        return (
+            f"Import committed ({after - papers_before:+d} papers, {after} in all) "
+            f"before Cancel; indexing was cancelled{stale}"
+        )
 
     def status(self) -> IndexStatus:
         status = IndexStatus(

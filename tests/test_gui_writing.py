@@ -282,3 +282,54 @@ def test_qtext_boundary_round_trip():
     assert [qtext.to_qt(text, i) for i in range(6)] == [0, 1, 3, 4, 6, 7]
     assert [qtext.to_py(text, q) for q in (0, 1, 2, 3, 4, 5, 6, 7)] == [0, 1, 1, 2, 3, 3, 4, 5]
     assert textops.insertion_point("We use 𝑀𝑑𝑜𝑐 here.", 3, 3) == len("We use 𝑀𝑑𝑜𝑐 here")
+
+
+def _pdfgen():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "pdfgen", Path(__file__).parent / "fixtures" / "documents" / "pdfgen.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_manuscript_pdf_recommends_itself_and_cited(window, qtbot, tmp_path):
+    """Defect 5: the PDF recommended itself, its references showed with Hide cited on, its own
+    contribution sentences were flagged, the count changed on Ctrl+Shift+M."""
+    from assistant.retrieval.pipeline import RecommendationResult
+    from assistant.retrieval.query import Query
+
+    pdfgen = _pdfgen()
+    pdf = pdfgen.make_paper(tmp_path / "paper.pdf")
+    lib = window.engine.library
+    own = lib.add_paper(Paper(title=pdfgen.TITLE, year=2020, doi="10.1145/1234567.7654321"))
+    ref = lib.add_paper(
+        Paper(
+            title="Content-Based Citation Recommendation",
+            year=2018,
+            authors=["Bhagavatula, Chandra"],
+            doi="10.18653/v1/N18-1022",
+        )
+    )
+    other = lib.add_paper(Paper(title="Something else entirely about ranking", year=2019))
+    ids = [getattr(x, "id", x) for x in (own, ref, other)]
+    with qtbot.waitSignal(window.runner.busy_changed, timeout=60000, check_params_cb=lambda c, b: c == "pdf" and not b):
+        window.import_pdf(pdf)
+    editor = window.current_editor()
+    state = editor.state
+    assert ids[0] in state.extras["self_ids"] and ids[1] in state.extras["cited_ids"]
+    flagged_text = [editor.toPlainText()[m.start : m.end] for m in editor.marks]
+    assert not any("In this paper" in t or "We present" in t for t in flagged_text)
+    first = len(editor.marks)
+    assert window.flagged_list.list.count() == first
+    with qtbot.waitSignal(window.runner.busy_changed, timeout=60000, check_params_cb=lambda c, b: c == "analyse" and not b):
+        window.find_missing()
+    assert len(editor.marks) == first == window.flagged_list.list.count()
+    papers = [lib.get(i) for i in ids]
+    items = [Recommendation(p, 1.0 - n / 10) for n, p in enumerate(papers)]
+    window._recommended(RecommendationResult(Query(text="citation recommendation"), "local", items))
+    qtbot.waitUntil(window.results_panel.is_complete)
+    shown = [c.rec.paper.id for c in window.results_panel.cards]
+    assert shown == [ids[2]]  # itself never, its reference hidden (Hide cited is on)

@@ -82,6 +82,23 @@ def _relative_name(bib: Path, manuscript: Path | None) -> str:
     return str(bib)
 
 
+def pdf_exclusions(doc, library) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Library ids of a manuscript PDF itself (never recommended) and of the papers its
+    reference list cites (hidden by "Hide cited")."""
+    from assistant.documents.linking import link_references
+
+    if library is None:
+        return (), ()
+    try:
+        self_ids = tuple(library.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
+        if any(r.paper_id is None for r in doc.references):
+            link_references(doc.references, library)
+    except Exception:  # linking is a help, never a reason to lose the PDF
+        return (), ()
+    cited = tuple(dict.fromkeys(r.paper_id for r in doc.references if r.paper_id is not None))
+    return self_ids, cited
+
+
 class DocumentOps:
     """Mixed into ``MainWindow`` (needs ``tabs``, ``runner``, ``engine``, ``show_error``, ``set_status``)."""
 
@@ -389,13 +406,14 @@ class DocumentOps:
 
             progress(0, 0, f"Reading {path.name}…")
             doc = parse_pdf(path)
+            self_ids, cited_ids = pdf_exclusions(doc, self.engine.library)
             progress(0, 0, "Looking for sentences that need a citation…")
             recommender = self.engine._recommender  # suggestions only when the engine is ready
             missing = find_missing_citations(doc, recommender=recommender, k=3, cancelled=cancelled)
-            return doc, missing
+            return doc, missing, self_ids, cited_ids
 
         def done(payload) -> None:
-            doc, missing = payload
+            doc, missing, self_ids, cited_ids = payload
             text = document_text(doc)
             editor = ManuscriptEditor(style=textops.NUMERIC)
             editor.setPlainText(text)
@@ -407,7 +425,7 @@ class DocumentOps:
                 title=doc.title,
                 abstract=doc.abstract,
                 read_only=True,
-                extras={"pdf": str(path)},
+                extras={"pdf": str(path), "doc": doc, "self_ids": self_ids, "cited_ids": cited_ids},
             )
             self._add_tab(editor, state)
             self.tabs.setTabText(self.tabs.indexOf(editor), f"{path.name} (PDF)")
@@ -438,11 +456,14 @@ class DocumentOps:
         editor = editor or self.current_editor()
         state = editor.state
         text = editor.toPlainText()
+        pdf_doc = state.extras.get("doc")  # a PDF tab: the same analysis as on load, same count
 
         def job(progress, cancelled):
             from assistant.documents.draft import parse_draft
             from assistant.documents.manuscript import find_missing_citations
 
+            if pdf_doc is not None:
+                return find_missing_citations(pdf_doc)
             return find_missing_citations(parse_draft(text, fmt=state.style))
 
         def done(missing) -> None:

@@ -438,6 +438,12 @@ class MainWindow(QMainWindow, DocumentOps):
             query_text = strip_latex(query_text)
             context = strip_latex(context) if context else context
         self.cited_ids = self._cited_ids(text, state.style)
+        if state.extras.get("cited_ids") or state.extras.get("self_ids"):  # a manuscript PDF
+            self.cited_ids = tuple(
+                dict.fromkeys(
+                    (*state.extras.get("self_ids", ()), *state.extras.get("cited_ids", ()))
+                )
+            )
         return Query(
             text=query_text,
             mode=spec.mode,
@@ -522,6 +528,11 @@ class MainWindow(QMainWindow, DocumentOps):
         self.last_result = result
         editor, state = self.current_editor(), self.current_state()
         cited = textops.cited_keys(editor.toPlainText(), state.style)
+        self_ids = set(state.extras.get("self_ids", ()))
+        if self_ids:  # a manuscript PDF never recommends itself
+            result.items = [r for r in result.items if r.paper.id not in self_ids]
+        cited_ids = set(state.extras.get("cited_ids", ()))
+        cited |= {r.paper.citekey for r in result.items if r.paper.id in cited_ids}
         timings = getattr(result, "timings_ms", {}) or {}
         total_ms = timings.get("total", sum(timings.values())) if timings else 0.0
         shown = min(len(result.items), self.settings.k)

@@ -139,8 +139,31 @@ def content_words(text: str) -> list[str]:
 
 
 _FUNCTION_WORDS = frozenset(
-    "what which who whom whose when where why how here there something anything everything "
-    "one ones thing things way ways lot much many".split()
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "here",
+        "there",
+        "something",
+        "anything",
+        "everything",
+        "one",
+        "ones",
+        "thing",
+        "things",
+        "way",
+        "ways",
+        "lot",
+        "much",
+        "many",
+    ]
 )
 
 

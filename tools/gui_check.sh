@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Real-window check (issue 18): installs Xvfb when missing, runs tools/gui_check.py under it
+# with a throw-away ASSISTANT_HOME; screenshots land in docs/screenshots/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+if ! command -v xvfb-run >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then make gui-deps; else sudo make gui-deps; fi
+fi
+HOME_DIR=$(mktemp -d)
+trap 'rm -rf "$HOME_DIR"' EXIT
+unset QT_QPA_PLATFORM
+export ASSISTANT_HOME="$HOME_DIR" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+xvfb-run -a -s "-screen 0 1920x1080x24" "$PY" tools/gui_check.py

@@ -33,10 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     from assistant.config import RESOURCES_DIR
-    from assistant.gui.engine import Engine, EngineSettings
     from assistant.gui.sample import demo_sentences, setup_sample
     from assistant.retrieval.index import build_index
     from assistant.retrieval.query import Query
+    from assistant.service.engine import Engine, EngineSettings
 
     engine = Engine(EngineSettings(db_path=home / "library.sqlite"))
     setup_sample(engine)

@@ -28,7 +28,7 @@ def main() -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication, QDockWidget
 
-    from assistant.gui import textops
+    from assistant.documents import textops
     from assistant.gui.app import _parser, create_application, open_window
 
     app = create_application(sys.argv[:1])

@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import RESOURCES_DIR
+from assistant.documents import textops
 from assistant.documents.markers import strip_latex
-from assistant.gui import textops
+from assistant.documents.textops import content_words
 from assistant.gui.documents_ops import DocumentOps
-from assistant.gui.engine import Engine, EngineSettings
 from assistant.gui.flagged import FlaggedList, count_text
 from assistant.gui.library_panel import LibraryPanel
 from assistant.gui.menus import (
@@ -40,8 +40,8 @@ from assistant.gui.menus import (
 )
 from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
-from assistant.gui.textops import content_words
 from assistant.gui.workers import JobRunner
+from assistant.service.engine import Engine, EngineSettings
 
 log = logging.getLogger(__name__)
 MODES = ("auto", "local", "paragraph", "global")

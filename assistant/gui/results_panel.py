@@ -237,6 +237,7 @@ class ResultCard(QFrame):
         layout.addWidget(self.meta_label)
 
         key = paper.citekey or f"#{paper.id}"
+        # score and key share the chip's row; the label wraps (the key alone on a line if need be)
         self.score_label = QLabel(
             f"<span style='color:#777'>score {rec.score:.3f} · <code>{_esc(key)}</code></span>"
         )
@@ -245,10 +246,11 @@ class ResultCard(QFrame):
         self.score_label.setToolTip(
             "\n".join(f"{k}: {v:.3f}" for k, v in (rec.scores or {}).items())
         )
-        info = QHBoxLayout()  # chip + score on their own row: the buttons never push them out
+        info = QHBoxLayout()  # chip on its own row: the buttons never push it out
         info.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
-        info.addWidget(self.score_label, 1)
+        info.addStretch(1)
         layout.addLayout(info)
+        layout.addWidget(self.score_label)
         row = QHBoxLayout()
         row.addStretch(1)
         self.expand_button = QToolButton()

@@ -131,7 +131,7 @@ class SettingsDialog(QDialog):
         self.k_box.setRange(1, 100)
         self.k_box.setValue(settings.k)
         form.addRow("Results (K)", self.k_box)
-        from assistant.gui.textops import LATEX_COMMANDS, MARKDOWN_FORMS
+        from assistant.documents.textops import LATEX_COMMANDS, MARKDOWN_FORMS
 
         self.cite_box = QComboBox()
         self.cite_box.addItems(list(LATEX_COMMANDS))

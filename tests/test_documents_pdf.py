@@ -207,7 +207,18 @@ def test_pdf_words_without_space_glyphs_and_unmapped_glyphs(tmp_path):
 
     from assistant.documents.layout import _respace_from_chars
 
-    words = "It was recently shown that dense retrieval beats lexical matching".split()
+    words = [
+        "It",
+        "was",
+        "recently",
+        "shown",
+        "that",
+        "dense",
+        "retrieval",
+        "beats",
+        "lexical",
+        "matching",
+    ]
     doc = pymupdf.open()
     page = doc.new_page()
     font = pymupdf.Font("helv")

@@ -234,6 +234,9 @@ def test_layout_cards_clip(window, qtbot, size):
             assert widget.isVisible()
             right = widget.mapTo(viewport, widget.rect().topRight()).x()
             assert right <= viewport.width(), (size, widget.objectName(), right, viewport.width())
+    panel, combo = window.results_panel, window.results_panel.intent_filter
+    assert combo.mapTo(panel, combo.rect().topRight()).x() <= panel.width()
+    assert combo.width() >= combo.sizeHint().width() - 2, "the intent filter is squeezed"
 
 
 def test_keyboard_reaches_result_cards(window, qtbot, tmp_path):

@@ -23,7 +23,41 @@ OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 SENTENCE = "Click models such as the dynamic Bayesian network model"
 
 
+def scale_check() -> int:
+    """QT_SCALE_FACTOR=1.5 (set by the caller): the window fits the screen; a screenshot."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtTest import QTest
+
+    from assistant.gui.app import _parser, create_application, open_window
+
+    app = create_application(sys.argv[:1])
+    window = open_window(_parser().parse_args(["--sample"]))
+    window.quiet_close = True
+    report: dict = {"scale": os.environ.get("QT_SCALE_FACTOR", "1"), "ok": False}
+
+    def go() -> None:
+        QTest.qWait(3000)
+        screen = window.screen().availableGeometry()
+        frame = window.frameGeometry()
+        report["screen"] = [screen.width(), screen.height()]
+        report["window"] = [frame.width(), frame.height()]
+        report["ok"] = screen.contains(frame) or (
+            frame.width() <= screen.width() and frame.height() <= screen.height()
+        )
+        OUT.mkdir(parents=True, exist_ok=True)
+        window.grab().save(str(OUT / "scale-1.5.png"))
+        print(json.dumps(report))
+        app.exit(0 if report["ok"] else 1)
+
+    QTimer.singleShot(0, go)
+    code = app.exec()
+    sys.stdout.flush()
+    os._exit(code)
+
+
 def main() -> int:
+    if "--scale" in sys.argv:
+        return scale_check()
     from PySide6.QtCore import Qt, QTimer
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication, QDockWidget

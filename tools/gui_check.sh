@@ -12,3 +12,8 @@ trap 'rm -rf "$HOME_DIR"' EXIT
 unset QT_QPA_PLATFORM
 export ASSISTANT_HOME="$HOME_DIR" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 xvfb-run -a -s "-screen 0 1920x1080x24" "$PY" tools/gui_check.py
+# the same screen at 150 % (QT_SCALE_FACTOR): the window must fit
+SCALE_HOME=$(mktemp -d)
+ASSISTANT_HOME="$SCALE_HOME" QT_SCALE_FACTOR=1.5 \
+  xvfb-run -a -s "-screen 0 1920x1080x24" "$PY" tools/gui_check.py --scale
+rm -rf "$SCALE_HOME"

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 INTENT_COLOURS = {"background": "#1e88e5", "method": "#43a047", "result": "#fb8c00"}
 INTENTS = ("background", "method", "result")
+TWO_ROW_FILTERS_BELOW = 440  # px: narrower panels show the filters on two rows
 BATCH = 3  # cards built per event-loop turn (about 15 ms of UI work each)
 
 
@@ -343,6 +344,8 @@ class ResultsPanel(QWidget):
         layout.addWidget(self.header)
 
         filters = QHBoxLayout()
+        self._filters_row, self._filters_row2 = filters, QHBoxLayout()
+        self._filters_row2.addStretch(1)
         filters.addWidget(QLabel("Years"))
         self.year_min = QSpinBox()
         self.year_max = QSpinBox()
@@ -364,6 +367,8 @@ class ResultsPanel(QWidget):
         filters.addWidget(self.exclude_cited)
         filters.addStretch(1)
         layout.addLayout(filters)
+        layout.addLayout(self._filters_row2)
+        self._two_rows = False
 
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
@@ -381,6 +386,22 @@ class ResultsPanel(QWidget):
         self.scroll.setWidget(self.list_widget)
         self.scroll.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         layout.addWidget(self.scroll, 1)
+
+    def resizeEvent(self, event) -> None:
+        """Narrow panel: the intent filter and Hide cited move to a second row (never clipped)."""
+        super().resizeEvent(event)
+        narrow = event.size().width() < TWO_ROW_FILTERS_BELOW
+        if narrow == self._two_rows:
+            return
+        self._two_rows = narrow
+        src, dst = (
+            (self._filters_row, self._filters_row2)
+            if narrow
+            else (self._filters_row2, self._filters_row)
+        )
+        for widget in (self.intent_filter, self.exclude_cited):
+            src.removeWidget(widget)
+            dst.insertWidget(dst.count() - 1, widget)  # before the row's closing stretch
 
     # --- state --------------------------------------------------------------------------------
     def set_message(self, text: str) -> None:

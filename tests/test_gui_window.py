@@ -291,7 +291,9 @@ def test_manuscript_pdf_import_shows_text_citations_and_marks(window, qtbot, acm
     mark = editor.marks[0]
     assert "Missing citation?" in mark.reason and mark.end > mark.start
     assert len(editor.extraSelections()) == len(editor.marks)
-    assert "may need one" in window.status_label.text()
+    # one count everywhere: status bar, margin marks, the flagged-sentence list
+    assert f"{len(editor.marks)} sentences may need a citation" in window.status_label.text()
+    assert window.flagged_list.list.count() == len(editor.marks)
 
 
 def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):

@@ -135,7 +135,7 @@ def paper_intent(rec, shared: bool = False) -> tuple[str, float | None, bool, st
     intent, conf, probs = rec.intent, rec.intent_confidence, rec.intent_probs
     if not intent:
         return "", None, True, "no intent model"
-    flag = getattr(rec, "intent_uncertain", None)
+    flag = getattr(rec, "intent_uncertain", getattr(rec, "uncertain", None))
     if flag is not None:
         uncertain = bool(flag)
         why = "weak evidence for this paper" if uncertain else "this paper in this context"

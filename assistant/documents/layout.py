@@ -152,8 +152,13 @@ _UNMAPPED = "\ufffd"
 
 
 def _spaceless(text: str) -> bool:
+    """Prose run together: long, (almost) no spaces, nearly all letters (not a URL, e-mail,
+    DOI or formula, which are spaceless by nature)."""
     n = len(text)
-    return n >= _SPACELESS_MIN and text.count(" ") * _SPACELESS_MIN < n
+    if n < _SPACELESS_MIN or text.count(" ") * _SPACELESS_MIN >= n:
+        return False
+    letters = sum(c.isalpha() for c in text)
+    return letters >= 0.85 * (n - text.count(" ")) and not any(c in text for c in "/@_")
 
 
 def _respace_from_chars(chars: list[dict], size: float) -> str:

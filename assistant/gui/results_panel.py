@@ -266,7 +266,8 @@ class ResultCard(QFrame):
         self.insert_button = QPushButton("Insert")
         self.insert_button.setObjectName("insertButton")
         self.insert_button.setToolTip(
-            "Insert the citation at the cursor and add the entry to the .bib file"
+            "Cite at the end of the sentence (or selection), before its final punctuation; "
+            "the .bib entry is added when you save the manuscript (Enter on a focused card)"
         )
         self.insert_button.clicked.connect(lambda: self.insert_clicked.emit(self.rec))
         row.addWidget(self.insert_button)

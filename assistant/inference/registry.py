@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant import config
+from assistant.errors import AssistantError
 from assistant.inference.export import MANIFEST, TOKENIZER_FILE, sha256_file
 from assistant.inference.runtime import FP32_FILE, INT8_FILE, ModelLoadError
 
@@ -21,7 +22,7 @@ DEFAULT_ENCODER = "minilm"
 Progress = Callable[[str], None]
 
 
-class ModelNotFoundError(LookupError):
+class ModelNotFoundError(AssistantError, LookupError):
     """No model folder for a name; the message lists where we looked and how to build one."""
 
 

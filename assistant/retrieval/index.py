@@ -27,6 +27,7 @@ import faiss
 import numpy as np
 
 from assistant.config import index_dir_for
+from assistant.errors import Cancelled
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
 
@@ -43,7 +44,7 @@ KINDS = ("auto", "flat", "ivf", "hnsw")
 DEFAULT_MAX_LENGTH = 128
 
 
-class IndexingCancelled(Exception):
+class IndexingCancelled(Cancelled):
     """``cancelled()`` turned true; embedded chunks are kept and the next run resumes."""
 
 

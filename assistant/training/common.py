@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assistant.errors import AssistantError
+
 log = logging.getLogger(__name__)
 
 #: progress(done, total, message) — the GUI and the CLI both pass one.
@@ -32,7 +34,7 @@ TRAINING_SET_FILE = "data.json"
 STATE_FILE = "state.pt"
 
 
-class TrainingError(RuntimeError):
+class TrainingError(AssistantError, RuntimeError):
     """Training cannot start or go on (no weights, no usable papers, bad work dir)."""
 
 

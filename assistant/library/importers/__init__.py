@@ -7,7 +7,6 @@ calling process inside one transaction: an import is applied entirely or not at 
 
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 import os
@@ -17,7 +16,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from assistant.errors import Cancelled
+from assistant.library.importers.bibtex import parse_bibtex_file
 from assistant.library.importers.common import ImportFileError, ParsedFile
+from assistant.library.importers.csljson import parse_csljson_file
+from assistant.library.importers.ris import parse_ris_file
+from assistant.library.importers.zotero import parse_zotero_file
 from assistant.library.models import ImportIssue, ImportProgress, ImportReport
 
 log = logging.getLogger(__name__)
@@ -34,16 +38,16 @@ EXTENSIONS = {
     ".pdf": "pdf",
 }
 #: format -> "module:function" taking a path and returning ParsedFile
-PARSERS = {
-    "bibtex": "assistant.library.importers.bibtex:parse_bibtex_file",
-    "ris": "assistant.library.importers.ris:parse_ris_file",
-    "csljson": "assistant.library.importers.csljson:parse_csljson_file",
-    "zotero": "assistant.library.importers.zotero:parse_zotero_file",
+PARSERS: dict[str, Callable[[Path], ParsedFile]] = {
+    "bibtex": parse_bibtex_file,
+    "ris": parse_ris_file,
+    "csljson": parse_csljson_file,
+    "zotero": parse_zotero_file,
 }
 PROGRESS_EVERY = 2000  # records between progress callbacks inside a file
 
 
-class ImportCancelled(Exception):
+class ImportCancelled(Cancelled):
     """Raised inside the import transaction when the caller cancels; everything is rolled back."""
 
 
@@ -121,9 +125,8 @@ def _known_ext(name: str) -> bool:
 def parse_file(job: tuple[str, str]) -> ParsedFile:
     """Parse one file with the parser of its format (runs in worker processes too)."""
     path, fmt = job
-    module, func = PARSERS[fmt].split(":")
     try:
-        return getattr(importlib.import_module(module), func)(Path(path))
+        return PARSERS[fmt](Path(path))
     except ImportFileError as exc:
         result = ParsedFile(path)
         result.issues.append(ImportIssue(path, 0, str(exc)))
@@ -156,10 +159,9 @@ def _parsed(jobs: list[tuple[str, str]], workers: int) -> Iterator[ParsedFile]:
 
 
 def _import_pdf(library, path: Path, report: ImportReport) -> None:
-    try:
-        module = importlib.import_module("assistant.documents.importer")
-        import_pdf = module.import_pdf
-    except (ImportError, AttributeError) as exc:
+    try:  # imported here: the documents layer imports the library layer
+        from assistant.documents.importer import import_pdf
+    except ImportError as exc:  # PyMuPDF missing from a minimal install
         report.issues.append(ImportIssue(str(path), 0, f"PDF import is not available ({exc})"))
         report.skip("pdf import unavailable")
         return

@@ -88,7 +88,7 @@ def test_recommend_runs_beside_a_long_engine_job(qtbot):
 
     runner.submit("engine", long_job)
     runner.submit("close", lambda p, c: order.append(("close", threading.get_ident())))
-    qtbot.waitUntil(lambda: order[:1] and order[0][0] == "engine", timeout=10_000)
+    qtbot.waitUntil(lambda: bool(order) and order[0][0] == "engine", timeout=10_000)
     runner.submit("recommend", lambda p, c: order.append(("recommend", threading.get_ident())))
     qtbot.waitUntil(lambda: any(name == "recommend" for name, _ in order), timeout=10_000)
     assert [name for name, _ in order] == ["engine", "recommend"]  # the engine job still runs

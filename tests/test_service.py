@@ -210,3 +210,32 @@ def test_gui_imports_only_the_service():
                 f"{path.name}: {n}" for n in names if n.split(".")[1:2] and n.split(".")[1] in core
             ]
     assert not bad, bad
+
+
+def test_every_error_has_the_one_root_and_every_cancellation_the_one_base():
+    """Every exception class of the product is an AssistantError (a user-facing message) or a
+    Cancelled (a job stopped by the user), so the faces catch two roots only."""
+    import ast
+    import importlib
+
+    from assistant.errors import AssistantError, Cancelled
+
+    found = []
+    for path in sorted((REPO_ROOT / "assistant").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        classes = [
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.ClassDef)
+            and any(
+                isinstance(b, ast.Name) and b.id.endswith(("Error", "Exception", "Cancelled"))
+                for b in node.bases
+            )
+        ]
+        if classes and path.name != "errors.py":
+            module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+            loaded = importlib.import_module(module)  # the test's own import, not the product's
+            found += [(module, name, getattr(loaded, name)) for name in classes]
+    assert len(found) >= 20
+    strays = [f"{m}.{n}" for m, n, cls in found if not issubclass(cls, (AssistantError, Cancelled))]
+    assert not strays, strays

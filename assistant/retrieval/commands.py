@@ -36,7 +36,7 @@ class _Progress:
         if not final and now - self.last < 0.5:
             return
         self.last = now
-        click.echo(f"\r{event.message:<78}", nl=final, err=True)
+        click.echo(f"\r{event.message:<78}", nl=final or event.stage != "embed", err=True)
 
 
 @click.command("index")

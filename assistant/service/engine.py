@@ -40,10 +40,10 @@ from assistant.errors import AssistantError, Cancelled
 from assistant.inference.encoder import Encoder
 from assistant.library.export import paper_to_bibtex
 from assistant.library.importers import import_paths
-from assistant.library.models import ImportProgress, ImportReport, Paper
+from assistant.library.models import ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
-from assistant.retrieval.index import IndexProgress, IndexReport, build_index, load_index_encoder
+from assistant.retrieval.index import IndexReport, build_index, load_index_encoder
 from assistant.retrieval.pipeline import (
     PipelineConfig,
     RecommendationResult,
@@ -54,12 +54,6 @@ from assistant.retrieval.query import Query
 from assistant.retrieval.searcher import EmptyLibraryError
 
 log = logging.getLogger(__name__)
-
-_STAGE_LABELS = {
-    "embed": "Embedding papers",
-    "bm25": "Building the BM25 index",
-    "faiss": "Building the vector index",
-}
 
 
 @dataclass
@@ -152,9 +146,7 @@ class Service:
                     self.settings.encoder or None,
                     self.settings.max_length,
                     device=self.settings.device,
-                    progress=lambda message: progress(
-                        ProgressEvent(0, None, "encoder", str(message))
-                    ),
+                    progress=progress,
                 )
             return self._encoder
 
@@ -284,9 +276,7 @@ class Service:
                 )
             encoder = self.load_encoder(progress)
             progress(ProgressEvent(0, None, "index", "Indexing the library…"))
-            report = build_index(
-                library, encoder, _index_progress(progress), cancelled=cancelled, **options
-            )
+            report = build_index(library, encoder, progress, cancelled=cancelled, **options)
             self._embedded = report.total - report.missing
             if reload:
                 progress(ProgressEvent(0, None, "index", "Loading the recommender…"))
@@ -309,7 +299,7 @@ class Service:
             report = import_paths(
                 self.library,
                 [Path(p) for p in paths],
-                progress=_import_progress(progress),
+                progress=progress,
                 cancelled=cancelled,
                 workers=workers,
             )
@@ -347,9 +337,7 @@ class Service:
         with self._job_lock:
             if self.library.count() == 0:
                 raise EmptyLibraryError(f"the library {self.db_path} is empty: import papers first")
-            result = adapt_encoder(
-                self.library, opts, progress=_training_progress(progress), cancelled=cancelled
-            )
+            result = adapt_encoder(self.library, opts, progress=progress, cancelled=cancelled)
             if result.stopped_reason == "cancelled":
                 raise Cancelled("adaptation cancelled: the current encoder stays in use")
             self.settings.encoder = opts.name
@@ -364,9 +352,7 @@ class Service:
         from assistant.training.reranker import train_reranker
 
         with self._job_lock:
-            return train_reranker(
-                self.library, options, progress=_training_progress(progress), cancelled=cancelled
-            )
+            return train_reranker(self.library, options, progress=progress, cancelled=cancelled)
 
     def train_encoder(
         self, options, progress: Progress = no_progress, cancelled: CancelCheck | None = None
@@ -376,43 +362,7 @@ class Service:
         from assistant.training.encoder import adapt_encoder
 
         with self._job_lock:
-            return adapt_encoder(
-                self.library, options, progress=_training_progress(progress), cancelled=cancelled
-            )
-
-
-# --- progress adapters: each layer's report -> ProgressEvent ------------------------------------
-def _index_progress(progress: Progress):
-    def report(p: IndexProgress) -> None:
-        label = _STAGE_LABELS.get(p.stage, p.stage)
-        eta = f", about {p.eta_s:.0f} s left" if p.eta_s else ""
-        progress(ProgressEvent(p.done, p.total, p.stage, f"{label} {p.done}/{p.total}{eta}"))
-
-    return report
-
-
-def _import_progress(progress: Progress):
-    def report(p: ImportProgress) -> None:
-        name = Path(p.current_file).name if p.current_file else ""
-        eta = f", ETA {int(p.eta_s // 60)}:{int(p.eta_s % 60):02d}" if p.eta_s is not None else ""
-        progress(
-            ProgressEvent(
-                p.bytes_done,
-                p.bytes_total or 1,
-                "import",
-                f"Importing {name} ({p.files_done}/{p.files_total} files, {p.records} records, "
-                f"{p.rate:,.0f} rec/s{eta})",
-            )
-        )
-
-    return report
-
-
-def _training_progress(progress: Progress):
-    def report(done: int, total: int, message: str = "") -> None:
-        progress(ProgressEvent(done, total or None, "training", message))
-
-    return report
+            return adapt_encoder(self.library, options, progress=progress, cancelled=cancelled)
 
 
 def require_library(path: Path | str) -> Path:

@@ -22,7 +22,8 @@ from assistant.library.importers.common import ImportFileError, ParsedFile
 from assistant.library.importers.csljson import parse_csljson_file
 from assistant.library.importers.ris import parse_ris_file
 from assistant.library.importers.zotero import parse_zotero_file
-from assistant.library.models import ImportIssue, ImportProgress, ImportReport
+from assistant.library.models import ImportIssue, ImportReport
+from assistant.progress import Progress, ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -212,10 +213,31 @@ def _store(
             tick(parsed.path)
 
 
+def _progress_event(
+    state: dict[str, int], files_total: int, bytes_total: int, start: float, current: str
+) -> ProgressEvent:
+    """The import's progress (bytes read of all files) with files, records, rate and ETA."""
+    elapsed = time.perf_counter() - start
+    done = state["bytes"]
+    rate = state["records"] / elapsed if elapsed > 0 else 0.0
+    eta = ""
+    if done > 0 and elapsed > 0:
+        left = max(0.0, elapsed * (bytes_total - done) / done)
+        eta = f", ETA {int(left // 60)}:{int(left % 60):02d}"
+    name = Path(current).name if current else ""
+    return ProgressEvent(
+        done,
+        bytes_total,
+        "import",
+        f"Importing {name} ({state['files']}/{files_total} files, {state['records']} records, "
+        f"{rate:,.0f} rec/s{eta})",
+    )
+
+
 def import_paths(
     library,
     paths: Iterable[str | Path],
-    progress: Callable[[ImportProgress], None] | None = None,
+    progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
     workers: int | None = None,
 ) -> ImportReport:
@@ -240,17 +262,7 @@ def import_paths(
         if cancelled and cancelled():
             raise ImportCancelled
         if progress:
-            progress(
-                ImportProgress(
-                    state["files"],
-                    len(files),
-                    state["records"],
-                    state["bytes"],
-                    total_bytes,
-                    time.perf_counter() - start,
-                    current,
-                )
-            )
+            progress(_progress_event(state, len(files), total_bytes, start, current))
 
     try:
         with library.transaction():

@@ -56,13 +56,20 @@ class RootGroup(LazyGroup):
     or write, ends with ``Error: <file>: <why>`` (exit 1) instead of a traceback (``-v`` keeps it)."""
 
     def invoke(self, ctx: click.Context):
-        from assistant.library.schema import LibraryOpenError
+        import sqlite3
+
+        from assistant.errors import AssistantError
+        from assistant.library.schema import sqlite_error
 
         try:
             return super().invoke(ctx)
-        except LibraryOpenError as exc:
+        except AssistantError as exc:
             self._log_traceback(ctx)
             raise click.ClickException(str(exc)) from None
+        except sqlite3.OperationalError as exc:  # locked / read-only / full outside an open
+            self._log_traceback(ctx)
+            path = (ctx.obj or {}).get("db_path") or "library"
+            raise click.ClickException(str(sqlite_error(exc, path))) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):
                 raise  # click handles a closed pipe (`... | head`) itself

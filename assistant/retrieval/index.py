@@ -13,13 +13,14 @@ deleted papers are dropped; a different encoder fingerprint discards the vectors
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import faiss
 import numpy as np
 
 from assistant.config import index_dir_for
+from assistant.errors import AssistantError
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
 
@@ -45,6 +47,35 @@ DEFAULT_MAX_LENGTH = 128
 
 class IndexingCancelled(Exception):
     """``cancelled()`` turned true; embedded chunks are kept and the next run resumes."""
+
+
+class IndexBusyError(AssistantError):
+    """Another process is indexing the same library (its lock file is held)."""
+
+
+@contextlib.contextmanager
+def index_lock(root: Path) -> Iterator[None]:
+    """Hold ``<index>/.lock`` (``flock``, released by the OS when the process dies, even by
+    ``kill -9``) for one indexing job; a second job fails at once with :class:`IndexBusyError`."""
+    root.mkdir(parents=True, exist_ok=True)
+    lock_path = root / ".lock"
+    fh = open(lock_path, "a+")
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no cross-process lock
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise IndexBusyError(
+                    "another index job is running on this library; wait for it to finish",
+                    file=root,
+                ) from None
+        yield
+    finally:
+        fh.close()
 
 
 @dataclass
@@ -198,8 +229,40 @@ def build_index(
     (the papers embedded so far; BM25 covers all) is written: ``meta["missing"]`` says how many
     papers still lack a vector, and the next run continues.
     """
-    start = time.perf_counter()
     paths = IndexPaths(Path(index_dir) if index_dir else index_dir_for(library.path))
+    with index_lock(paths.root):
+        return _build_index(
+            library,
+            encoder,
+            paths,
+            progress,
+            kind=kind,
+            chunk_size=chunk_size,
+            batch_size=batch_size,
+            bm25_params=bm25_params,
+            rebuild=rebuild,
+            reuse_from=reuse_from,
+            cancelled=cancelled,
+            embed_budget_s=embed_budget_s,
+        )
+
+
+def _build_index(
+    library,
+    encoder,
+    paths: IndexPaths,
+    progress: Callable[[IndexProgress], None] | None,
+    *,
+    kind: str,
+    chunk_size: int,
+    batch_size: int,
+    bm25_params: BM25Params | None,
+    rebuild: bool,
+    reuse_from: Iterable[Path | str],
+    cancelled: Callable[[], bool] | None,
+    embed_budget_s: float | None,
+) -> IndexReport:
+    start = time.perf_counter()
     paths.dense.mkdir(parents=True, exist_ok=True)
     fingerprint = str(encoder.fingerprint)
     meta = paths.read_meta()
@@ -238,6 +301,8 @@ def build_index(
         and bm25_fresh
         and meta.get("kind") == report.kind
         and not meta.get("missing")
+        # meta.json is written last: a run killed before it left meta of an older state
+        and meta.get("versions") == digest
         and {i: v for i, (_, v) in stored.items()} == versions
         and (paths.dense / "faiss.index").exists()
     ):
@@ -337,6 +402,7 @@ def build_index(
                 "max_id": int(max(hashes, default=0)),
                 "kind": report.kind,
                 "missing": report.missing,
+                "versions": digest,
                 "kind_requested": kind if kind != "auto" else meta.get("kind_requested", "auto"),
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             },

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from assistant import faults
 from assistant.errors import AssistantError
 
 #: Legacy encodings tried, in order, when a file is not UTF-8 (latin-1 decodes any byte).
@@ -124,9 +125,9 @@ def decode_text(data: bytes) -> tuple[str, TextFormat]:
     Raises :class:`BinaryFileError` for data that is not text."""
     bom, encoding = _bom(data)
     if not bom and b"\x00" in data[:8192]:
-        encoding = _utf16_without_bom(data[:8192])
-        if encoding:
-            bom = b""
+        utf16 = _utf16_without_bom(data[:8192])
+        if utf16:
+            encoding = utf16
         elif _looks_binary(data[:8192]):
             raise BinaryFileError("binary file, not text")
     body = data[len(bom) :]
@@ -260,6 +261,7 @@ def write_atomic(
             os.fsync(fh.fileno())
         if st is not None:
             os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        faults.point("write.replace")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -174,5 +174,5 @@ def export_bibtex(
             protect=[p for p in [getattr(library, "path", None)] if p],
         )
     except OSError as exc:  # name the file the user asked for, not the temporary one
-        raise FileRefused(f"cannot write: {exc.strerror or exc}", file=output) from exc
+        raise FileRefused(exc.strerror or str(exc), file=output) from exc
     return written, missing

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from assistant import faults
 from assistant.library import citekeys
 from assistant.library.models import Citation, ImportOutcome, Paper
 from assistant.library.normalize import author_key, normalize_doi, title_key
@@ -147,6 +148,7 @@ class Library:
                 raise sqlite_error(exc, self.path) from exc
             raise
         self._tx_depth = 0
+        faults.point("library.commit")
         try:
             self.conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:

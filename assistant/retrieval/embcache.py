@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from assistant import faults
+
 log = logging.getLogger(__name__)
 _CHUNK = re.compile(r"chunk-(\d+)\.npz")
 
@@ -60,6 +62,7 @@ class EmbeddingCache:
         hashes = np.asarray(list(hashes), dtype="S16")
         tmp = self.dir / f"chunk-{self._next:06d}.tmp.npz"
         np.savez(tmp, hashes=hashes, vectors=np.asarray(vectors, dtype=np.float32))
+        faults.point("index.chunk")
         os.replace(tmp, self.dir / f"chunk-{self._next:06d}.npz")
         self._next += 1
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from assistant import faults
 from assistant.config import index_dir_for
 from assistant.errors import AssistantError
 from assistant.retrieval.bm25 import BM25Index, BM25Params
@@ -287,11 +288,10 @@ def _build_index(
     if report.kind == "ivf" and len(versions) < IVF_MIN:
         report.kind = "flat"  # too few vectors to train the IVF quantizer
     digest = _versions_digest(versions)
-    bm25_meta = (
-        json.loads((paths.bm25 / "bm25.json").read_text())
-        if (paths.bm25 / "bm25.json").exists()
-        else {}
-    )
+    try:
+        bm25_meta = json.loads((paths.bm25 / "bm25.json").read_text())
+    except (OSError, ValueError):  # missing or cut short by a kill: rebuilt below
+        bm25_meta = {}
     bm25_fresh = bm25_meta.get("versions") == digest and (
         bm25_meta.get("k1"),
         bm25_meta.get("b"),
@@ -372,6 +372,7 @@ def _build_index(
     if progress:
         progress(IndexProgress("faiss", 0, len(ids)))
     _atomic_save_npy(paths.dense / "vectors.npy", vecs)
+    faults.point("index.vectors")
     _atomic_save_npy(
         paths.dense / "hashes.npy", np.asarray([hashes[int(i)] for i in ids], dtype="S16")
     )
@@ -388,6 +389,7 @@ def _build_index(
     if not bm25_fresh:
         _build_bm25(lexical, paths, bm25_params, digest, progress)
         report.bm25_rebuilt = True
+    faults.point("index.meta")
     _atomic_write(
         paths.meta,
         json.dumps(
@@ -486,8 +488,13 @@ def _build_bm25(
     )
     meta["versions"] = digest
     meta_path.write_text(json.dumps(meta, indent=1))
-    shutil.rmtree(paths.bm25, ignore_errors=True)
+    old = paths.root / "bm25.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if paths.bm25.exists():
+        os.replace(paths.bm25, old)  # a kill from here on leaves bm25.old or the new bm25
+    faults.point("index.bm25")
     os.replace(tmp, paths.bm25)
+    shutil.rmtree(old, ignore_errors=True)
     if progress:
         progress(IndexProgress("bm25", len(ids), len(ids)))
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from assistant import faults
 from assistant.library.importers.common import ImportFileError, ParsedFile
 from assistant.library.models import ImportIssue, ImportProgress, ImportReport
 from assistant.textfile import FileRefused, max_file_bytes, read_file
@@ -262,6 +263,7 @@ def _store(
             report.skip("not stored")
         else:
             setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+        faults.point("import.record")
         state["records"] += 1
         if i % PROGRESS_EVERY == 0:
             tick(parsed.path)

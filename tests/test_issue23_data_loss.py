@@ -223,3 +223,32 @@ def test_issue23_also_deeply_nested_json_is_one_issue(tmp_path, lib):
     report = import_paths(lib, [deep])
     assert report.issues and all("Traceback" not in i.reason for i in report.issues)
     assert _titles(tmp_path / "lib.sqlite") == ["Dense retrieval"]
+
+
+def test_issue23_also_bibliography_path_cannot_point_outside_the_manuscript(tmp_path):
+    from assistant.gui.bibfile import BibFileError, append_entry
+    from assistant.gui.textops import LATEX, bib_from_manuscript
+
+    tex = tmp_path / "paper" / "paper.tex"
+    tex.parent.mkdir()
+    elsewhere = tmp_path / "nowhere" / "deep" / "evil"
+    assert bib_from_manuscript(f"\\bibliography{{{elsewhere}}}", tex, LATEX) is None
+    assert bib_from_manuscript("\\bibliography{refs}", tex, LATEX) == tex.parent / "refs.bib"
+    shared = tmp_path / "shared.bib"
+    shared.write_text(BIB)
+    assert bib_from_manuscript("\\bibliography{../shared}", tex, LATEX) == shared
+    with pytest.raises(BibFileError, match="does not exist"):
+        append_entry(elsewhere.with_suffix(".bib"), BIB)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_issue23_also_bak_copy_is_whole_and_keeps_mode(tmp_path):
+    from assistant.gui.bibfile import append_entry
+
+    bib = tmp_path / "refs.bib"
+    bib.write_text(BIB)
+    bib.chmod(0o640)
+    result = append_entry(bib, "@article{lee19, title={Sparse retrieval}, year={2019}}\n")
+    assert result.backup.read_text() == BIB
+    assert stat.S_IMODE(result.backup.stat().st_mode) == 0o640
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -256,7 +256,9 @@ def test_issue23_8_locked_library_is_a_clear_error(tmp_path, monkeypatch):
         with pytest.raises(LibraryBusyError, match="in use by another"):
             with lib.transaction():
                 pass
-        res = CliRunner().invoke(main, ["--db", str(db), "library", "import", str(tmp_path / "a.bib")])
+        res = CliRunner().invoke(
+            main, ["--db", str(db), "library", "import", str(tmp_path / "a.bib")]
+        )
         assert res.exit_code == 1 and "in use by another" in res.stderr, res.output
         assert "Traceback" not in res.output
     finally:

@@ -14,9 +14,12 @@ from assistant.gui.engine import paper_bibtex
 from assistant.gui.settings import bib_for_manuscript, remember_bib
 from assistant.textfile import (
     BinaryFileError,
+    FileRefused,
     TextFormat,
     decode_text,
     encode_text,
+    max_file_bytes,
+    read_file,
     unencodable,
     write_atomic,
 )
@@ -117,11 +120,12 @@ class DocumentOps:
                 self.tabs.setCurrentIndex(i)
                 return self.tabs.widget(i)
         try:
-            text, text_format = decode_text(path.read_bytes())
-        except (OSError, BinaryFileError) as exc:
-            self.show_error(
-                "Cannot open the manuscript", f"{path}: {getattr(exc, 'strerror', None) or exc}"
-            )
+            text, text_format = decode_text(read_file(path, limit=max_file_bytes(64 * 2**20)))
+        except FileRefused as exc:
+            self.show_error("Cannot open the manuscript", str(exc))
+            return None
+        except BinaryFileError as exc:
+            self.show_error("Cannot open the manuscript", f"{path}: {exc}")
             return None
         style = textops.style_for_path(path)
         editor = ManuscriptEditor(style=style)

@@ -43,6 +43,15 @@ def max_file_bytes(default: int = MAX_TEXT_BYTES) -> int:
         return default
 
 
+def human_size(n: float) -> str:
+    """``1.5 MiB``, ``12 KiB``, ``300 B``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" or n >= 10 else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.0f} GiB"
+
+
 def _os_reason(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
         return "symbolic link loop (the link points back to itself)"
@@ -86,8 +95,8 @@ def read_file(
         want = st.st_size if head is None else min(head, st.st_size)
         if head is None and st.st_size > limit:
             raise FileRefused(
-                f"file too large ({st.st_size / 2**20:.0f} MiB; the limit is "
-                f"{limit / 2**20:.0f} MiB, set ASSISTANT_MAX_FILE_MB to raise it)",
+                f"file too large ({human_size(st.st_size)}; the limit is {human_size(limit)}, "
+                "set ASSISTANT_MAX_FILE_MB to raise it)",
                 file=path,
             )
         chunks, got = [], 0
@@ -168,8 +177,8 @@ _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27))
 
 
 def _looks_binary(sample: bytes) -> bool:
-    """More than 2 % control bytes (compressed or machine data), not a stray NUL in a text."""
-    return sum(sample.count(b) for b in _CONTROL) > 0.02 * len(sample)
+    """More than 2 % (and 4) control bytes (compressed or machine data), not a stray NUL."""
+    return sum(sample.count(b) for b in _CONTROL) > max(4, 0.02 * len(sample))
 
 
 def _bom(data: bytes) -> tuple[bytes, str]:

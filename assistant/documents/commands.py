@@ -37,7 +37,7 @@ def _recommender(library):
 
 
 @click.command("manuscript")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--db",
     "db",

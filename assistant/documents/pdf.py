@@ -60,7 +60,12 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     try:
         doc = pymupdf.open(p, filetype="pdf")
     except Exception as exc:  # pymupdf raises FileDataError / RuntimeError variants
-        raise DocumentError(str(p), f"not a readable PDF ({exc})") from None
+        if not _has_eof(p) and _has_header(p):
+            raise DocumentError(
+                str(p), "the PDF is truncated or damaged (it has no end-of-file marker)"
+            ) from None
+        reason = str(exc).replace(f"'{p}'", "").replace("  ", " ")
+        raise DocumentError(str(p), f"not a readable PDF ({reason})") from None
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
         raise DocumentError(str(p), "the PDF is encrypted with a password; decrypt it first")
@@ -74,6 +79,14 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
             else "the PDF has no pages",
         )
     return doc
+
+
+def _has_header(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return b"%PDF" in fh.read(1024)
+    except OSError:
+        return False
 
 
 def _has_eof(path: Path) -> bool:

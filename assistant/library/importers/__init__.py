@@ -21,7 +21,7 @@ from pathlib import Path
 from assistant import faults
 from assistant.library.importers.common import ImportFileError, ParsedFile
 from assistant.library.models import ImportIssue, ImportProgress, ImportReport
-from assistant.textfile import FileRefused, max_file_bytes, read_file
+from assistant.textfile import FileRefused, human_size, max_file_bytes, read_file
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +155,8 @@ def _regular(path: Path, issues: list[ImportIssue], st: os.stat_result | None = 
             ImportIssue(
                 str(path),
                 0,
-                f"file too large ({st.st_size / 2**20:.0f} MiB; the limit is "
-                f"{max_file_bytes() / 2**20:.0f} MiB, set ASSISTANT_MAX_FILE_MB to raise it)",
+                f"file too large ({human_size(st.st_size)}; the limit is "
+                f"{human_size(max_file_bytes())}, set ASSISTANT_MAX_FILE_MB to raise it)",
             )
         )
         return False

@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "resources" / "sample"
 
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import os, socket, traceback
 _LOG = os.environ["NET_GUARD_LOG"]
 def _record(what):
@@ -37,7 +37,7 @@ def _guarded(self, family=-1, type=-1, proto=-1, fileno=None):
 socket.getaddrinfo = socket.gethostbyname = socket.gethostbyname_ex = _blocked
 socket.create_connection = _blocked
 socket.socket.__init__ = _guarded
-'''
+"""
 # an internet connection or datagram (DNS) in a system-call trace; AF_UNIX is local
 _NET_CALL = re.compile(r"(connect|sendto|sendmsg)\(\d+, \{sa_family=AF_INET6?,")
 

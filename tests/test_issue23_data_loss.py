@@ -252,3 +252,15 @@ def test_issue23_also_bak_copy_is_whole_and_keeps_mode(tmp_path):
     assert result.backup.read_text() == BIB
     assert stat.S_IMODE(result.backup.stat().st_mode) == 0o640
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_issue23_also_missing_comma_is_named_not_no_title():
+    text = "@article{m, author={Lee, K}\n title={Run-on fields}, year=2020}\n"
+    result = parse_bibtex_text(text, "x.bib")
+    [record] = result.records
+    assert (record.paper.title, record.paper.authors, record.paper.year) == (
+        "Run-on fields",
+        ["Lee, K"],
+        2020,
+    )
+    assert any("missing comma before field 'title'" in i.reason for i in result.issues)

@@ -101,6 +101,7 @@ def _bibtex(add) -> None:
     }
     keep = {  # records of the odd part that must be kept too
         "hash-concat": ["Concatenated Title"],
+        "missing-comma": ["No comma"],
         "duplicate-keys": ["First dup", "Second dup"],
         "crossref-missing": ["Crossref missing"],
         "garbage-year": ["Garbage year"],

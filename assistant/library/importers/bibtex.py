@@ -153,6 +153,27 @@ def _fields(entry: Entry, strings: dict[str, str] | None = None) -> dict[str, st
     return out
 
 
+# a field value that swallowed the next field: ``title={T} author={A}`` (a missing comma)
+_RUN_ON_VALUE = re.compile(r'[}"]\s+([A-Za-z][\w\-]*)\s*=\s*[{"0-9]')
+_RUN_ON_RAW = re.compile(r'(?<=[}"])(\s+)(?=[A-Za-z][\w\-]*\s*=\s*[{"0-9])')
+
+
+def repair_missing_commas(entry: Entry) -> tuple[Entry, list[str]]:
+    """An entry whose field ran into the next one for want of a comma, re-read with the commas
+    put back (only when that yields more fields); returns ``(entry, names of the run-on fields)``."""
+    missing = [
+        m.group(1)
+        for f in entry.fields
+        if isinstance(f.value, str) and (m := _RUN_ON_VALUE.search(f.value))
+    ]
+    if not missing or not entry.raw:
+        return entry, []
+    repaired = bibtexparser.parse_string(_RUN_ON_RAW.sub(r",\1", entry.raw))
+    if repaired.entries and len(repaired.entries[0].fields) > len(entry.fields):
+        return repaired.entries[0], missing
+    return entry, []
+
+
 def _strings(library) -> dict[str, str]:
     """The file's ``@string`` macros (lower-case names), themselves concatenated when needed."""
     out: dict[str, str] = {}
@@ -251,6 +272,18 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
     has_crossref = any(f.key.lower() == "crossref" for e, _ in entries for f in e.fields)
     by_key = {e.key.lower(): _fields(e, strings) for e, _ in entries} if has_crossref else {}
     for entry, start in entries:
+        entry, run_on = repair_missing_commas(entry)
+        if run_on:
+            names = ", ".join(f"'{n}'" for n in run_on)
+            result.issues.append(
+                ImportIssue(
+                    source,
+                    start + 1,
+                    f"entry '{entry.key}': missing comma before field {names}; read as if it "
+                    "were there",
+                    "warning",
+                )
+            )
         fields = _fields(entry, strings)
         if is_acm_review(entry.entry_type, fields):
             result.skip("acm review record (@dataset 'Review ID')")

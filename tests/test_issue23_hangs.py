@@ -49,7 +49,7 @@ def test_issue23_4_unclosed_pandoc_citation_with_40_keys_returns():
     res = run_py(
         """
         from assistant.documents.markers import find_markers
-        from assistant.gui.textops import citation_spans
+        from assistant.documents.textops import citation_spans
         text = "As shown [" + "; ".join(f"@a{i % 3}" for i in range(60)) + " and more text"
         assert find_markers(text, kinds=("pandoc", "numeric", "author-year")) == []
         assert citation_spans(text) == []

@@ -110,7 +110,7 @@ def _draft(text: str) -> None:
 
 def _markers(text: str) -> None:
     from assistant.documents.markers import find_markers, strip_markers
-    from assistant.gui.textops import citation_spans
+    from assistant.documents.textops import citation_spans
 
     found = find_markers(text, kinds=("latex", "pandoc", "numeric", "author-year"), max_number=99)
     strip_markers(text, found)
@@ -159,7 +159,7 @@ def _dehyphenate(text: str) -> None:
 
 
 def _bibfile(text: str) -> None:
-    from assistant.gui.bibfile import parse_entries, unclosed_brace_line
+    from assistant.documents.bibfile import parse_entries, unclosed_brace_line
 
     parse_entries(text, "fuzz.bib")
     unclosed_brace_line(text)

@@ -14,6 +14,7 @@ import secrets
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
+from glob import escape as glob_escape
 from pathlib import Path
 
 from assistant import faults
@@ -252,6 +253,7 @@ def write_atomic(
     if st is not None:
         _check_replaceable(path, st, protect)
         path = Path(os.path.realpath(path))  # through a symlink: the link stays a link
+    _remove_stale_temps(path)
     while True:
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
         try:
@@ -276,6 +278,23 @@ def write_atomic(
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _remove_stale_temps(path: Path, age_s: float = 3600.0) -> None:
+    """Temporary files of an earlier write of ``path`` killed before its rename (our own
+    ``.<name>.<hex>.tmp`` names only, and only old ones: a concurrent writer's is young)."""
+    import time
+
+    try:
+        for tmp in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+            try:
+                st = os.lstat(tmp)
+                if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > age_s:
+                    tmp.unlink()
+            except OSError:
+                continue
+    except OSError:
+        pass
 
 
 def _check_replaceable(path: Path, st: os.stat_result, protect) -> None:

@@ -264,3 +264,13 @@ def test_issue23_also_missing_comma_is_named_not_no_title():
         2020,
     )
     assert any("missing comma before field 'title'" in i.reason for i in result.issues)
+
+
+def test_issue23_also_tmp_files_of_a_killed_write_are_cleaned(lib, tmp_path):
+    old = tmp_path / ".out.bib.0badc0ffee00.tmp"
+    old.write_text("half an export")
+    os.utime(old, (1, 1))
+    young = tmp_path / ".out.bib.123456abcdef.tmp"
+    young.write_text("a concurrent writer's file")
+    export_bibtex(lib, tmp_path / "out.bib")
+    assert not old.exists() and young.exists()

@@ -168,6 +168,16 @@ class IndexPaths:
             return {}
 
 
+def _remove_leftovers(paths: IndexPaths) -> None:
+    """Temporary files of a run killed mid-write (under the index lock: no other job owns them)."""
+    for pattern in ("*.tmp", "*.tmp.npy", "*.tmp.npz"):
+        for folder in (paths.root, paths.dense, paths.pending):
+            for f in folder.glob(pattern) if folder.is_dir() else ():
+                f.unlink(missing_ok=True)
+    for name in ("bm25.tmp", "bm25.old"):
+        shutil.rmtree(paths.root / name, ignore_errors=True)
+
+
 def _versions_digest(versions: dict[int, str]) -> str:
     h = hashlib.sha1()
     for pid in sorted(versions):
@@ -265,6 +275,7 @@ def _build_index(
 ) -> IndexReport:
     start = time.perf_counter()
     paths.dense.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(paths)
     fingerprint = str(encoder.fingerprint)
     meta = paths.read_meta()
     report = IndexReport(fingerprint=fingerprint)

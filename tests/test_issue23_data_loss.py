@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
+from assistant.errors import AssistantError
 from assistant.library.export import export_bibtex
 from assistant.library.importers import import_paths
 from assistant.library.importers.bibtex import parse_bibtex_text
@@ -19,7 +20,7 @@ from assistant.library.importers.csljson import parse_csljson_text
 from assistant.library.importers.ris import parse_ris_text
 from assistant.library.models import Paper
 from assistant.library.store import Library
-from assistant.textfile import FileRefused, decode_text, write_atomic
+from assistant.textfile import decode_text, write_atomic
 
 BIB = "@article{smith20, title={Dense retrieval}, author={Smith, J}, year={2020}}\n"
 
@@ -45,7 +46,7 @@ def _titles(path) -> list[str]:
 
 def test_issue23_1_export_refuses_the_open_library(lib, tmp_path):
     before = (tmp_path / "lib.sqlite").read_bytes()[:16]
-    with pytest.raises(FileRefused, match="open library"):
+    with pytest.raises(AssistantError, match="open library"):
         export_bibtex(lib, tmp_path / "lib.sqlite")
     assert (tmp_path / "lib.sqlite").read_bytes()[:16] == before == b"SQLite format 3\x00"
     assert _titles(tmp_path / "lib.sqlite") == ["Dense retrieval"]
@@ -63,12 +64,12 @@ def test_issue23_1_export_cli_refuses_the_open_library_with_one_line(lib, tmp_pa
 def test_issue23_1_export_refuses_a_fifo_and_another_sqlite_file(lib, tmp_path):
     fifo = tmp_path / "out.bib"
     os.mkfifo(fifo)
-    with pytest.raises(FileRefused, match="named pipe"):
+    with pytest.raises(AssistantError, match="named pipe"):
         export_bibtex(lib, fifo)  # would block (or replace the node) before the fix
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     other = tmp_path / "other.sqlite"
     Library(other).conn.close()
-    with pytest.raises(FileRefused, match="SQLite database"):
+    with pytest.raises(AssistantError, match="SQLite database"):
         export_bibtex(lib, other)
     assert other.read_bytes()[:16] == b"SQLite format 3\x00"
 
@@ -91,7 +92,7 @@ def test_issue23_1_export_keeps_permissions_and_refuses_read_only(lib, tmp_path)
     ro = tmp_path / "ro.bib"
     ro.write_text("keep me\n")
     ro.chmod(0o444)
-    with pytest.raises(FileRefused, match="read-only"):
+    with pytest.raises(AssistantError, match="read-only"):
         export_bibtex(lib, ro)
     assert ro.read_text() == "keep me\n"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -16,7 +16,7 @@ import pytest
 
 from assistant.library.importers import import_paths
 from assistant.library.models import Paper
-from assistant.library.schema import LibraryBusyError, LibraryOpenError
+from assistant.library.schema import LibraryOpenError
 from assistant.library.store import Library
 
 REPO = Path(__file__).resolve().parent.parent
@@ -253,7 +253,7 @@ def test_issue23_8_locked_library_is_a_clear_error(tmp_path, monkeypatch):
     other = sqlite3.connect(db, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(LibraryBusyError, match="in use by another"):
+        with pytest.raises(LibraryOpenError, match="in use by another"):
             with lib.transaction():
                 pass
         res = CliRunner().invoke(

@@ -184,6 +184,9 @@ class DocumentOps:
             fmt = replace(fmt, encoding="utf-8", bom=b"")
         try:
             write_atomic(path, encode_text(text, fmt))
+        except FileRefused as exc:  # read-only file, FIFO, the library...: one clear line
+            self.show_error("Cannot save", str(exc))
+            return False
         except OSError as exc:
             self.show_error("Cannot save", f"{path}: {exc}")
             return False

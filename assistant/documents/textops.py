@@ -269,4 +269,10 @@ def bib_from_manuscript(text: str, path: Path | None, style: str) -> Path | None
         return None
     if not name.endswith(".bib"):
         name += ".bib"
-    return (Path(path).parent / name).resolve()
+    folder = Path(path).parent.resolve()
+    bib = (folder / name).resolve()
+    # a manuscript may name an existing .bib anywhere (``../shared.bib``), but never make the
+    # program create a file outside its own folder (``\bibliography{/etc/x}``): ask instead
+    if bib.is_file() or bib.is_relative_to(folder):
+        return bib
+    return None

@@ -24,10 +24,10 @@ FIXTURES = Path(__file__).parent / "fixtures" / "library"
 def sample_home(tmp_path_factory) -> Path:
     """The sample library, imported and indexed once (index next to the DB)."""
     from assistant.gui.sample import setup_sample
-    from assistant.service.engine import Engine, EngineSettings
+    from assistant.service import Service, ServiceSettings
 
     home = tmp_path_factory.mktemp("sample-lib")
-    engine = Engine(EngineSettings(db_path=home / "library.sqlite"))
+    engine = Service(ServiceSettings(db_path=home / "library.sqlite"))
     try:
         setup = setup_sample(engine)
         assert setup.status.papers > 100
@@ -69,7 +69,7 @@ def test_background_jobs_block_recommend(window, qtbot, tmp_path):
     release, holding = threading.Event(), threading.Event()
 
     def long_job(progress, cancelled):  # holds the engine like an index/adapt job does
-        with window.engine._lock:
+        with window.engine._job_lock:
             holding.set()
             release.wait(120)
         return None
@@ -95,14 +95,14 @@ def test_import_cancel_says_cancelled(window, qtbot, monkeypatch):
     the stale index went unannounced."""
     from assistant.service import engine as engine_module
 
-    real_import = engine_module.import_into
+    real_import = engine_module.import_paths
 
-    def import_then_cancel(library, paths, progress, cancelled):
-        report = real_import(library, paths, progress, cancelled)
+    def import_then_cancel(*args, **kwargs):
+        report = real_import(*args, **kwargs)
         window.runner.cancel("engine")  # the user presses Cancel right after the commit
         return report
 
-    monkeypatch.setattr(engine_module, "import_into", import_then_cancel)
+    monkeypatch.setattr(engine_module, "import_paths", import_then_cancel)
     before = window.engine.library.count()
     with qtbot.waitSignal(
         window.runner.busy_changed,

@@ -3,8 +3,8 @@
     python tools/bench_recommend_during_index.py [--queries 30] [--home DIR]
 
 Sets up the sample library (import + index) in ``--home`` (a temporary ASSISTANT_HOME by
-default), then starts a full index rebuild on a background thread -- the same Engine the GUI
-uses, its job lock held as in the GUI's engine thread -- and meanwhile times ``Engine.recommend``
+default), then starts a full index rebuild on a background thread -- the same Service the GUI
+uses, its job lock held as in the GUI's engine thread -- and meanwhile times ``Service.recommend``
 on the draft's sentences from the main thread, as the GUI's recommend thread does. Prints one
 JSON object: median/p90/max latency during the job, the same without a job, and how many
 queries really overlapped the job.
@@ -34,11 +34,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from assistant.config import RESOURCES_DIR
     from assistant.gui.sample import demo_sentences, setup_sample
-    from assistant.retrieval.index import build_index
     from assistant.retrieval.query import Query
-    from assistant.service.engine import Engine, EngineSettings
+    from assistant.service import Service, ServiceSettings
 
-    engine = Engine(EngineSettings(db_path=home / "library.sqlite"))
+    engine = Service(ServiceSettings(db_path=home / "library.sqlite"))
     setup_sample(engine)
     draft = (RESOURCES_DIR / "sample" / "draft.tex").read_text(encoding="utf-8")
     sentences = [d.text for d in demo_sentences(draft, n=12)] or ["click models position bias"]
@@ -56,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     done = threading.Event()
 
     def job() -> None:
-        with engine._lock:  # what the GUI's engine thread holds during Rebuild index
+        with engine._job_lock:  # what the GUI's engine thread holds during Rebuild index
             running.set()
-            build_index(engine.library, engine.load_encoder(), rebuild=True)
+            engine.build_index(rebuild=True)
         done.set()
 
     thread = threading.Thread(target=job, daemon=True)

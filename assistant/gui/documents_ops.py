@@ -7,17 +7,26 @@ from pathlib import Path
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from assistant.documents import textops
-from assistant.documents.bibfile import append_entry, entry_number, read_bib
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.flagged import count_text
 from assistant.gui.settings import bib_for_manuscript, remember_bib
-from assistant.service.engine import paper_bibtex
+from assistant.service import (
+    ProgressEvent,
+    analyse_manuscript,
+    pdf_exclusions,
+    plan_citation,
+    read_manuscript,
+    textops,
+    write_pending_entries,
+)
 from assistant.textfile import (
     BinaryFileError,
+    FileRefused,
     TextFormat,
     decode_text,
     encode_text,
+    max_file_bytes,
+    read_file,
     unencodable,
     write_atomic,
 )
@@ -82,23 +91,6 @@ def _relative_name(bib: Path, manuscript: Path | None) -> str:
     return str(bib)
 
 
-def pdf_exclusions(doc, library) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Library ids of a manuscript PDF itself (never recommended) and of the papers its
-    reference list cites (hidden by "Hide cited")."""
-    from assistant.documents.linking import link_references
-
-    if library is None:
-        return (), ()
-    try:
-        self_ids = tuple(library.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
-        if any(r.paper_id is None for r in doc.references):
-            link_references(doc.references, library)
-    except Exception:  # linking is a help, never a reason to lose the PDF
-        return (), ()
-    cited = tuple(dict.fromkeys(r.paper_id for r in doc.references if r.paper_id is not None))
-    return self_ids, cited
-
-
 class DocumentOps:
     """Mixed into ``MainWindow`` (needs ``tabs``, ``runner``, ``engine``, ``show_error``, ``set_status``)."""
 
@@ -146,11 +138,12 @@ class DocumentOps:
                 self.tabs.setCurrentIndex(i)
                 return self.tabs.widget(i)
         try:
-            text, text_format = decode_text(path.read_bytes())
-        except (OSError, BinaryFileError) as exc:
-            self.show_error(
-                "Cannot open the manuscript", f"{path}: {getattr(exc, 'strerror', None) or exc}"
-            )
+            text, text_format = decode_text(read_file(path, limit=max_file_bytes(64 * 2**20)))
+        except FileRefused as exc:
+            self.show_error("Cannot open the manuscript", str(exc))
+            return None
+        except BinaryFileError as exc:
+            self.show_error("Cannot open the manuscript", f"{path}: {exc}")
             return None
         style = textops.style_for_path(path)
         editor = ManuscriptEditor(style=style)
@@ -209,6 +202,9 @@ class DocumentOps:
             fmt = replace(fmt, encoding="utf-8", bom=b"")
         try:
             write_atomic(path, encode_text(text, fmt))
+        except FileRefused as exc:  # read-only file, FIFO, the library...: one clear line
+            self.show_error("Cannot save", str(exc))
+            return False
         except OSError as exc:
             self.show_error("Cannot save", f"{path}: {exc}")
             return False
@@ -302,7 +298,6 @@ class DocumentOps:
         """
         editor, state = self.current_editor(), self.current_state()
         paper = rec.paper
-        library = self.library_panel.library
         if state.read_only:
             self.show_error(
                 "Read-only text", "Citations are inserted into manuscripts, not into imported PDFs."
@@ -311,43 +306,36 @@ class DocumentOps:
         bib = self.bib_path_for(state)
         if bib is None:
             return False
+        start, end = editor.selection_range()
         try:
-            entry = paper_bibtex(library, paper)
-            plan = append_entry(bib, entry, dry_run=True)  # checks the file; writes nothing
+            settings = getattr(self, "settings", None)
+            plan = plan_citation(
+                self.engine,
+                rec.paper,
+                editor.toPlainText(),
+                start,
+                end,
+                state.style,
+                bib,
+                command=getattr(settings, "cite_command", "\\cite"),
+                markdown_form=getattr(settings, "markdown_cite", textops.PANDOC_MERGED),
+                pending=list(state.pending_bib),
+            )
         except Exception as exc:
             self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
             return False
         key = plan.key
-        if plan.written and key not in state.pending_bib:
-            state.pending_bib[key] = entry
-        number = None
-        if state.style == textops.NUMERIC:
-            number = entry_number(bib, key) if bib.exists() else None
-            if number is None:
-                existing = len(read_bib(bib)) if bib.exists() else 0
-                number = existing + list(state.pending_bib).index(key) + 1
+        if plan.bib.writes and key not in state.pending_bib:
+            state.pending_bib[key] = self.engine.paper_bibtex(paper)
         text = editor.toPlainText()
-        start, end = editor.selection_range()
-        settings = getattr(self, "settings", None)
-        edits = [
-            textops.citation_edit(
-                text,
-                start,
-                end,
-                key,
-                state.style,
-                number,
-                command=getattr(settings, "cite_command", "\\cite"),
-                markdown_form=getattr(settings, "markdown_cite", textops.PANDOC_MERGED),
-            )
-        ]
+        edits = [plan.edit]
         if state.style == textops.MARKDOWN:
             front = textops.front_matter_edit(text, _relative_name(bib, state.path))
             if front is not None:
                 edits.append(front)
         editor.apply_edits(edits)
         editor.setFocus()  # Ctrl+Z right after a click on Insert undoes it
-        if plan.written:
+        if plan.bib.writes:
             where = f"{bib.name} gets its entry when you save the manuscript"
         else:
             where = f"entry already in {bib.name}"
@@ -360,27 +348,18 @@ class DocumentOps:
         if not state.pending_bib or state.bib_path is None:
             state.pending_bib.clear()
             return []
-        text = editor.toPlainText()
-        cited = {k for s in textops.citation_spans(text, state.style) for k in s.keys}
-        written = []
-        if state.style == textops.NUMERIC:
-            existing = len(read_bib(state.bib_path)) if state.bib_path.exists() else 0
-            numbers = {key: str(existing + i) for i, key in enumerate(state.pending_bib, start=1)}
-            cited = {key for key, n in numbers.items() if n in cited}
-        for key, entry in list(state.pending_bib.items()):
-            if key not in cited:
-                continue
-            try:
-                append_entry(state.bib_path, entry)
-            except Exception as exc:
-                self.show_error("Cannot update the bibliography", f"{state.bib_path}: {exc}")
-                return written
-            written.append(key)
+        try:
+            written = write_pending_entries(
+                state.bib_path, state.pending_bib, editor.toPlainText(), state.style
+            )
+        except Exception as exc:
+            self.show_error("Cannot update the bibliography", f"{state.bib_path}: {exc}")
+            return []
         state.pending_bib.clear()
         return written
 
     def copy_bibtex(self, rec) -> str:
-        text = paper_bibtex(self.library_panel.library, rec.paper)
+        text = self.engine.paper_bibtex(rec.paper)
         QGuiApplication.clipboard().setText(text)
         self.set_status(f"BibTeX of {rec.paper.citekey} copied to the clipboard")
         return text
@@ -401,16 +380,19 @@ class DocumentOps:
         path = Path(path)
 
         def job(progress, cancelled):
-            from assistant.documents.manuscript import find_missing_citations
-            from assistant.documents.pdf import parse_pdf
-
-            progress(0, 0, f"Reading {path.name}…")
-            doc = parse_pdf(path)
-            self_ids, cited_ids = pdf_exclusions(doc, self.engine.library)
-            progress(0, 0, "Looking for sentences that need a citation…")
-            recommender = self.engine._recommender  # suggestions only when the engine is ready
-            missing = find_missing_citations(doc, recommender=recommender, k=3, cancelled=cancelled)
-            return doc, missing, self_ids, cited_ids
+            progress(ProgressEvent(0, None, "pdf", f"Reading {path.name}…"))
+            doc = read_manuscript(path, "pdf")
+            try:
+                self_ids, cited_ids = pdf_exclusions(self.engine, doc)
+            except Exception:  # linking helps; never a reason to lose the PDF
+                self_ids, cited_ids = (), ()
+            progress(
+                ProgressEvent(0, None, "analyse", "Looking for sentences that need a citation…")
+            )
+            analysis = analyse_manuscript(
+                self.engine, doc, k=3, recommend=self.engine.ready, link=False, cancelled=cancelled
+            )
+            return doc, analysis.missing, self_ids, cited_ids
 
         def done(payload) -> None:
             doc, missing, self_ids, cited_ids = payload
@@ -459,12 +441,9 @@ class DocumentOps:
         pdf_doc = state.extras.get("doc")  # a PDF tab: the same analysis as on load, same count
 
         def job(progress, cancelled):
-            from assistant.documents.draft import parse_draft
-            from assistant.documents.manuscript import find_missing_citations
-
-            if pdf_doc is not None:
-                return find_missing_citations(pdf_doc)
-            return find_missing_citations(parse_draft(text, fmt=state.style))
+            if pdf_doc is not None:  # a PDF tab: the same analysis as on load, same count
+                return analyse_manuscript(None, pdf_doc, cancelled=cancelled).missing
+            return analyse_manuscript(None, text, fmt=state.style, cancelled=cancelled).missing
 
         def done(missing) -> None:
             if editor.toPlainText() != text:

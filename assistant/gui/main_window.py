@@ -23,9 +23,6 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import RESOURCES_DIR
-from assistant.documents import textops
-from assistant.documents.markers import strip_latex
-from assistant.documents.textops import content_words
 from assistant.gui.documents_ops import DocumentOps
 from assistant.gui.flagged import FlaggedList, count_text
 from assistant.gui.library_panel import LibraryPanel
@@ -41,10 +38,17 @@ from assistant.gui.menus import (
 from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
-from assistant.service.engine import Engine, EngineSettings
+from assistant.service import (
+    MODES,
+    LibraryOpenError,
+    Service,
+    ServiceSettings,
+    query_for_selection,
+    textops,
+)
 
 log = logging.getLogger(__name__)
-MODES = ("auto", "local", "paragraph", "global")
+
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
 
@@ -64,7 +68,7 @@ class MainWindow(QMainWindow, DocumentOps):
         self.resize(1400, 860)
         self.runner = JobRunner(self)  # engine jobs: models, import, index, adapt, analysis
         self.rec_runner = JobRunner(self)  # recommendations only: never wait behind a job
-        self.engine = Engine(self._engine_settings())
+        self.engine = Service(self._engine_settings())
         self.last_result = None
         self.last_error_dialog: QMessageBox | None = None
         self.cited_ids: tuple[int, ...] = ()
@@ -111,9 +115,9 @@ class MainWindow(QMainWindow, DocumentOps):
         self.new_document()
 
     # --- construction -------------------------------------------------------------------------
-    def _engine_settings(self) -> EngineSettings:
+    def _engine_settings(self) -> ServiceSettings:
         s = self.settings
-        return EngineSettings(
+        return ServiceSettings(
             db_path=s.db_path,
             encoder=s.encoder or None,
             device=s.device,
@@ -220,8 +224,8 @@ class MainWindow(QMainWindow, DocumentOps):
         for mode in MODES:
             self.mode_box.addItem(mode.capitalize(), mode)
         self.mode_box.setToolTip(
-            "Auto: a sentence → local, several sentences → paragraph, "
-            "several paragraphs → global (title + abstract)"
+            "Auto (as the CLI): one or two sentences → local, three or more → paragraph; "
+            "Global searches with the manuscript's title + abstract"
         )
         toolbar.addWidget(self.mode_box)
         self.mode_label = QLabel("")
@@ -230,8 +234,6 @@ class MainWindow(QMainWindow, DocumentOps):
     # --- engine lifecycle ---------------------------------------------------------------------
     def start(self, prepare: bool = True) -> None:
         """Open the library in the panel and load models/index in the background."""
-        from assistant.library.schema import LibraryOpenError
-
         try:
             self.library_panel.set_library_path(self.engine.db_path)
         except (
@@ -285,7 +287,7 @@ class MainWindow(QMainWindow, DocumentOps):
     def rebuild_index(self) -> None:
         def job(progress, cancelled):
             self.engine.build_index(progress, cancelled)
-            return self.engine.prepare(progress, cancelled)
+            return self.engine.status()
 
         self.run_engine_job(job, "Rebuilding the index…", on_done=self._engine_prepared)
 
@@ -414,29 +416,11 @@ class MainWindow(QMainWindow, DocumentOps):
         return self.mode_box.currentData() or "auto"
 
     def build_query(self):
-        """The pipeline Query for the current selection/cursor and the chosen mode."""
-        from assistant.retrieval.query import Query
-
+        """The pipeline Query for the current selection/cursor and the chosen mode (built by the
+        service exactly as for ``assistant recommend``)."""
         editor, state = self.current_editor(), self.current_state()
         text = editor.toPlainText()
-        spec = editor.query_spec()
-        if self.current_mode() != "auto":
-            spec = textops.context_for_mode(text, spec, self.current_mode())
-        title, abstract = (
-            textops.manuscript_meta(text, state.style)
-            if not state.read_only
-            else (state.title, state.abstract)
-        )
-        p_start, p_end = textops.paragraph_bounds(text, spec.start)
-        context = None
-        if spec.mode == "local":  # the neighbouring sentences of the paragraph
-            context = (text[p_start : spec.start] + " " + text[spec.end : p_end]).strip() or None
-        query_text = (
-            spec.text if spec.mode != "global" else ("" if (title or abstract) else spec.text)
-        )
-        if state.style == textops.LATEX:  # \section{Method}, \begin{itemize}, \label: not prose
-            query_text = strip_latex(query_text)
-            context = strip_latex(context) if context else context
+        start, end = editor.selection_range()
         self.cited_ids = self._cited_ids(text, state.style)
         if state.extras.get("cited_ids") or state.extras.get("self_ids"):  # a manuscript PDF
             self.cited_ids = tuple(
@@ -444,25 +428,21 @@ class MainWindow(QMainWindow, DocumentOps):
                     (*state.extras.get("self_ids", ()), *state.extras.get("cited_ids", ()))
                 )
             )
-        return Query(
-            text=query_text,
-            mode=spec.mode,
-            title=title or None,
-            abstract=abstract or None,
-            context=context,
+        return query_for_selection(
+            text,
+            start,
+            end,
+            self.current_mode(),
+            state.style,
+            meta=(state.title, state.abstract) if state.read_only else None,
             cited_ids=self.cited_ids,
-        ), spec
+        )
 
     def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
-        library = self.library_panel.library
-        if library is None:
+        if self.library_panel.library is None:
             return ()
-        ids = []
-        for key in textops.cited_keys(text, style):
-            paper = library.get_by_citekey(key)
-            if paper is not None and paper.id is not None:
-                ids.append(paper.id)
-        return tuple(ids)
+        keys = sorted(textops.cited_keys(text, style))
+        return self.engine.cited_ids(keys, self.library_panel.library)
 
     def recommend(self) -> int | None:
         """Run the pipeline for the selection/cursor on the recommend thread (a newer call wins).
@@ -481,7 +461,11 @@ class MainWindow(QMainWindow, DocumentOps):
                 "Nothing to recommend for: place the cursor in a sentence."
             )
             return None
-        if query.text and not content_words(query.text) and not (query.title or query.abstract):
+        if (
+            query.text
+            and not textops.content_words(query.text)
+            and not (query.title or query.abstract)
+        ):
             self.results_panel.set_message(
                 "⚠ The text has no content words (only words such as “the”, “this is”): "
                 "select a sentence that says what the cited work is about."
@@ -548,9 +532,7 @@ class MainWindow(QMainWindow, DocumentOps):
             result.items, header, cited, query_text=result.query.display_text()
         )
         self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
-        status = self.engine.status() if self.engine._library is not None else None
-        if status is not None:
-            self.library_panel.set_status(status)
+        self.library_panel.set_status(self.engine.status())
         self.recommendations_ready.emit(result)
 
     # --- keyboard: results and flagged sentences -------------------------------------------------
@@ -658,7 +640,7 @@ class MainWindow(QMainWindow, DocumentOps):
     def switch_engine(self) -> None:
         self.rec_runner.cancel("recommend")
         old = self.engine
-        self.engine = Engine(self._engine_settings())
+        self.engine = Service(self._engine_settings())
         self.runner.submit("close", lambda p, c: old.close())
         self.start()
 

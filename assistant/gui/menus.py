@@ -209,7 +209,7 @@ def about_text(window) -> str:
     engine, s = window.engine, window.settings
     status = None
     try:
-        status = engine.status() if engine._library is not None else None
+        status = engine.status() if engine.ready else None
     except Exception:  # a broken library: still show the rest
         status = None
     encoder = (status.model if status and status.model else s.encoder) or "minilm (default)"

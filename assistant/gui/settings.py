@@ -131,14 +131,14 @@ class SettingsDialog(QDialog):
         self.k_box.setRange(1, 100)
         self.k_box.setValue(settings.k)
         form.addRow("Results (K)", self.k_box)
-        from assistant.documents.textops import LATEX_COMMANDS, MARKDOWN_FORMS
+        from assistant.service import textops
 
         self.cite_box = QComboBox()
-        self.cite_box.addItems(list(LATEX_COMMANDS))
+        self.cite_box.addItems(list(textops.LATEX_COMMANDS))
         self.cite_box.setCurrentText(settings.cite_command)
         form.addRow("LaTeX citation command", self.cite_box)
         self.markdown_box = QComboBox()
-        self.markdown_box.addItems(list(MARKDOWN_FORMS))
+        self.markdown_box.addItems(list(textops.MARKDOWN_FORMS))
         self.markdown_box.setCurrentText(settings.markdown_cite)
         form.addRow("Markdown citation form", self.markdown_box)
         self.exclude_box = QCheckBox("Exclude papers already cited in the manuscript")

@@ -234,9 +234,41 @@ def apply_edit(text: str, edit: Edit) -> str:
 
 
 _TEX_TITLE_RE = re.compile(r"\\title(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}", re.S)
+_TEX_AUTHOR_RE = re.compile(r"\\author(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}", re.S)
 _TEX_ABSTRACT_RE = re.compile(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", re.S)
 _TEX_BIB_RE = re.compile(r"\\(?:bibliography|addbibresource)(?:\[[^\]]*\])?\{([^}]+)\}")
 _MD_FIELD_RE = re.compile(r"^(title|abstract|bibliography):\s*[\"']?(.+?)[\"']?\s*$", re.M)
+_YAML_LIST_ITEM_RE = re.compile(r"^\s*-\s*[\"']?(.+?)[\"']?\s*$")
+
+
+def _front_matter(text: str) -> str:
+    """The YAML header of a Markdown manuscript (``---`` ... ``---``/``...``), else ''."""
+    if not text.startswith("---"):
+        return ""
+    m = re.match(r"---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text, re.S)
+    return m.group(1) if m else ""
+
+
+def _yaml_values(header: str, name: str) -> list[str]:
+    """The value(s) of a top-level YAML field: ``name: x``, ``name: [x, y]`` or a ``- x`` list."""
+    lines = header.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(rf"^{name}:\s*(.*?)\s*$", line)
+        if not m:
+            continue
+        value = m.group(1)
+        if value.startswith("[") and value.endswith("]"):
+            return [v.strip().strip("\"'") for v in value[1:-1].split(",") if v.strip()]
+        if value and value not in ("|", ">"):
+            return [value.strip("\"'")]
+        out = []
+        for item in lines[i + 1 :]:
+            mm = _YAML_LIST_ITEM_RE.match(item)
+            if not mm:
+                break
+            out.append(mm.group(1))
+        return out
+    return []
 
 
 def manuscript_meta(text: str, style: str) -> tuple[str, str]:
@@ -257,20 +289,49 @@ def manuscript_meta(text: str, style: str) -> tuple[str, str]:
     return title, abstract
 
 
-def bib_from_manuscript(text: str, path: Path | None, style: str) -> Path | None:
-    """The .bib file a manuscript names (``\\bibliography{refs}``, ``bibliography: refs.bib``)."""
-    if path is None:
-        return None
-    name = ""
+def manuscript_authors(text: str, style: str) -> list[str]:
+    """The manuscript's authors (LaTeX ``\\author{A \\and B}``, Markdown ``author:`` field or list)."""
     if style == LATEX:
-        m = _TEX_BIB_RE.search(text)
-        name = m.group(1).split(",")[0].strip() if m else ""
-    elif style == MARKDOWN and text.startswith("---"):
-        for field_name, value in _MD_FIELD_RE.findall(text[:4000]):
-            if field_name == "bibliography":
-                name = value.strip()
-    if not name:
-        return None
-    if not name.endswith(".bib"):
-        name += ".bib"
-    return (Path(path).parent / name).resolve()
+        m = _TEX_AUTHOR_RE.search(text)
+        if not m:
+            return []
+        body = re.sub(r"\\thanks\{[^{}]*\}|\\(?:inst|footnote)\{[^{}]*\}", "", m.group(1))
+        parts = re.split(r"\\and\b|\\\\|,", body)
+        return [re.sub(r"\s+", " ", p).strip(" ~{}") for p in parts if p.strip(" ~{}\n")]
+    if style == MARKDOWN:
+        return _yaml_values(_front_matter(text), "author")
+    return []
+
+
+def bib_names(text: str, style: str) -> list[str]:
+    """Every bibliography file a manuscript names, as written (``\\bibliography{a,b}``,
+    ``\\addbibresource{refs.bib}``, YAML ``bibliography: refs.bib`` or a list), ``.bib`` added."""
+    names: list[str] = []
+    if style == LATEX:
+        for m in _TEX_BIB_RE.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            if re.search(r"(?<!\\)%", text[line_start : m.start()]):
+                continue  # commented out
+            names.extend(n.strip() for n in m.group(1).split(",") if n.strip())
+    elif style == MARKDOWN:
+        names = _yaml_values(_front_matter(text), "bibliography")
+    out = []
+    for name in names:
+        name = name if name.lower().endswith(".bib") else name + ".bib"
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def bib_files_from_manuscript(text: str, path: Path | None, style: str) -> list[Path]:
+    """The .bib files a manuscript names, resolved against its folder (names may leave it)."""
+    if path is None:
+        return []
+    folder = Path(path).parent
+    return [(folder / Path(name).expanduser()).resolve() for name in bib_names(text, style)]
+
+
+def bib_from_manuscript(text: str, path: Path | None, style: str) -> Path | None:
+    """The .bib file a manuscript names first (``\\bibliography{refs}``, ``bibliography: refs.bib``)."""
+    files = bib_files_from_manuscript(text, path, style)
+    return files[0] if files else None

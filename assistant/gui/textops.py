@@ -101,13 +101,21 @@ def cited_keys(text: str, style: str | None = None) -> set[str]:
     return {k for s in citation_spans(text, style) if s.style != NUMERIC for k in s.keys}
 
 
+_BLANK_LINE_RE = re.compile(r"\n[ \t\r]*\n")
+#: how far back a paragraph start is looked for (a longer "paragraph" is cut there)
+_MAX_PARAGRAPH = 20000
+
+
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
-    """``[start, end)`` of the paragraph (blank-line separated) containing ``pos``."""
+    """``[start, end)`` of the paragraph containing ``pos``, separated by blank lines (also
+    CRLF ones and lines holding only spaces)."""
     pos = max(0, min(pos, len(text)))
-    start = text.rfind("\n\n", 0, pos)
-    start = 0 if start < 0 else start + 2
-    end = text.find("\n\n", pos)
-    end = len(text) if end < 0 else end
+    lo = max(0, pos - _MAX_PARAGRAPH)
+    start = lo
+    for m in _BLANK_LINE_RE.finditer(text, lo, pos):
+        start = m.end()
+    m = _BLANK_LINE_RE.search(text, pos)
+    end = m.start() if m else len(text)
     return start, end
 
 

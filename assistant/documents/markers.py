@@ -40,9 +40,7 @@ PANDOC_RE = re.compile(
 PANDOC_KEY_RE = re.compile(rf"-?@({_PANDOC_KEY_CHARS}*[\w])")
 #: An unfinished Pandoc citation ``[see @a; @b`` ending where the text ends: ``before`` = the
 #: bracket's text before the last ``@`` (ends with ``[``, a space or ``;``), ``key`` = the key so far.
-PANDOC_OPEN_RE = re.compile(
-    rf"\[(?P<before>(?:[^\[\]]*[\s;])?)-?@(?P<key>{_PANDOC_KEY_CHARS}*)$"
-)
+PANDOC_OPEN_RE = re.compile(rf"\[(?P<before>(?:[^\[\]]*[\s;])?)-?@(?P<key>{_PANDOC_KEY_CHARS}*)$")
 
 
 def _expand_numbers(body: str, max_span: int = 60) -> list[int]:

@@ -26,13 +26,23 @@ import click
     help="Library keys, hover, diagnostics and go-to-definition only; no models are loaded.",
 )
 @click.option(
+    "--cache",
+    "cache_size",
+    type=click.IntRange(0),
+    default=64,
+    show_default=True,
+    help="Recommendation lists kept per sentence (0: recompute every time, for benchmarks).",
+)
+@click.option(
     "--log-file",
     type=click.Path(dir_okay=False),
     default=None,
     help="Also write the server's log to this file.",
 )
 @click.pass_context
-def lsp(ctx: click.Context, db_path, stdio: bool, no_recommend: bool, log_file) -> None:
+def lsp(
+    ctx: click.Context, db_path, stdio: bool, no_recommend: bool, cache_size: int, log_file
+) -> None:
     """Language server for LaTeX and Markdown: citation completion, hover, diagnostics,
     go to definition and code actions in any LSP editor (see docs/EDITORS.md)."""
     from assistant.cli import resolve_db_path
@@ -52,7 +62,9 @@ def lsp(ctx: click.Context, db_path, stdio: bool, no_recommend: bool, log_file) 
 
     from assistant.lsp.server import create_server
 
-    server = create_server(resolve_db_path(ctx, db_path), recommend=not no_recommend)
+    server = create_server(
+        resolve_db_path(ctx, db_path), recommend=not no_recommend, cache_size=cache_size
+    )
     try:
         server.start_io(sys.stdin.buffer, protocol_out)
     finally:

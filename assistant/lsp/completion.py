@@ -121,6 +121,8 @@ class RecommendationCache:
         return found
 
     def put(self, key: tuple, value: list[backend.Suggestion]) -> None:
+        if self.size <= 0:
+            return
         self._items[key] = value
         self._items.move_to_end(key)
         while len(self._items) > self.size:

@@ -44,7 +44,7 @@ _LIBRARY_CHECK_S = 2.0
 class CiteAssistServer(LanguageServer):
     """The Cite-Assist language server for LaTeX and Markdown manuscripts."""
 
-    def __init__(self, be: backend.Backend, recommend: bool = True) -> None:
+    def __init__(self, be: backend.Backend, recommend: bool = True, cache_size: int = 64) -> None:
         super().__init__(
             "cite-assist",
             __version__,
@@ -58,7 +58,7 @@ class CiteAssistServer(LanguageServer):
         self.state = "starting"
         self.state_message = ""
         self.bibs = bibfiles.BibCache(self._open_bib_text)
-        self.rec_cache = completion.RecommendationCache()
+        self.rec_cache = completion.RecommendationCache(cache_size)
         self.missing: dict[str, list[diagnostics.MissingMark]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._keys_event: asyncio.Event | None = None
@@ -650,8 +650,10 @@ def _line_index(bibs: bibfiles.BibSet, path: Path, encoding: str):
     return LineIndex("", encoding)
 
 
-def create_server(db_path: Path | None = None, recommend: bool = True) -> CiteAssistServer:
-    return CiteAssistServer(backend.Backend(db_path), recommend=recommend)
+def create_server(
+    db_path: Path | None = None, recommend: bool = True, cache_size: int = 64
+) -> CiteAssistServer:
+    return CiteAssistServer(backend.Backend(db_path), recommend=recommend, cache_size=cache_size)
 
 
 __all__ = ["STATUS_NOTIFICATION", "CiteAssistServer", "create_server", "uri_to_path"]

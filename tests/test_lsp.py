@@ -534,3 +534,32 @@ def test_server_without_library_still_answers(tmp_path, sample_home):
         assert result["items"] == [] and result["isIncomplete"] is False
     finally:
         ed.client.close()
+
+
+def test_papers_imported_meanwhile_show_up(editor, project, sample_home):
+    """An import from the CLI while the editor is open: the new key completes without a restart."""
+    from assistant.library.models import Paper
+    from assistant.library.store import Library
+
+    with Library(Path(sample_home["ASSISTANT_DB"])) as lib:
+        outcome = lib.add_paper(
+            Paper(
+                title="Zebra Crossings of Click Logs",
+                authors=["Quagga, Zed"],
+                year=2024,
+                abstract="A new paper imported while the server runs.",
+            )
+        )
+    key = outcome.citekey
+    text = project["text"].replace("\\cite{}", "\\cite{quag}")
+    editor.client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": editor.uri, "version": 50}, "contentChanges": [{"text": text}]},
+    )
+    offset = text.index("\\cite{quag}") + len("\\cite{quag")
+    labels: list[str] = []
+    deadline = time.monotonic() + 60
+    while key not in labels and time.monotonic() < deadline:
+        labels = [i["label"] for i in _completion(editor, editor.uri, text, offset)["items"]]
+        time.sleep(0.5)
+    assert labels[0] == key

@@ -162,7 +162,7 @@ class Backend:
         self._quick_lock = threading.Lock()
         self._engine = None
         self._ready = threading.Event()
-        self._data_version: int | None = None
+        self._signature: tuple | None = None
 
     # --- quick lookups ------------------------------------------------------------------------
     def _library(self):
@@ -179,7 +179,7 @@ class Backend:
         rows = library.conn.execute(
             "SELECT citekey, title, authors, year, venue, doi FROM papers WHERE citekey IS NOT NULL"
         ).fetchall()
-        self._data_version = self._current_data_version()
+        self._signature = self._library_signature()
         out = []
         for key, title, authors, year, venue, doi in rows:
             out.append(
@@ -187,17 +187,21 @@ class Backend:
             )
         return out
 
-    def _current_data_version(self) -> int | None:
+    def _library_signature(self) -> tuple | None:
+        """What changes when papers are added, changed or removed (not on other writes)."""
         try:
-            return int(self._library().conn.execute("PRAGMA data_version").fetchone()[0])
+            return tuple(
+                self._library()
+                .conn.execute("SELECT count(*), max(id), max(updated_at) FROM papers")
+                .fetchone()
+            )
         except Exception:  # a closed or odd connection: treat as unchanged
             return None
 
     def library_changed(self) -> bool:
-        """True when another connection (the CLI, the GUI) committed to the library since the
-        last :meth:`keys`."""
-        current = self._current_data_version()
-        return current is not None and current != self._data_version
+        """True when papers changed (an import from the CLI or the GUI) since the last :meth:`keys`."""
+        current = self._library_signature()
+        return current is not None and current != self._signature
 
     def paper(self, key: str) -> PaperInfo | None:
         """The library paper with citekey ``key`` (None if none)."""

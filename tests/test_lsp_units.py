@@ -232,3 +232,12 @@ def test_missing_marks_follow_their_sentence():
     edited = old.replace("Claim one is", "Claim one was")
     kept = diagnostics.reanchor(marks, old, edited)
     assert [m.sentence for m in kept] == ["Claim two is here."]
+
+
+def test_paragraphs_end_at_blank_lines_of_any_kind():
+    text = "First para line.\r\n\r\nSecond para. Two sentences.\n  \t\nThird."
+    start, end = textops.paragraph_bounds(text, text.index("Two"))
+    assert text[start:end] == "Second para. Two sentences."
+    start, end = textops.paragraph_bounds(text, 3)
+    assert text[start:end] == "First para line."
+    assert text[slice(*textops.paragraph_bounds(text, len(text)))] == "Third."

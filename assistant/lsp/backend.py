@@ -203,16 +203,23 @@ class Backend:
         current = self._library_signature()
         return current is not None and current != self._signature
 
+    def _get(self, key: str):
+        try:
+            return self._library().get_by_citekey(key)
+        except Exception as exc:  # an unreadable library was reported at start-up
+            log.debug("lookup of %s failed: %s", key, exc)
+            return None
+
     def paper(self, key: str) -> PaperInfo | None:
         """The library paper with citekey ``key`` (None if none)."""
-        paper = self._library().get_by_citekey(key)
+        paper = self._get(key)
         return _info(paper) if paper is not None else None
 
     def bibtex(self, key: str) -> str | None:
         """The BibTeX entry of library paper ``key`` with its stable citekey (None if unknown)."""
         from assistant.library.export import paper_to_bibtex
 
-        paper = self._library().get_by_citekey(key)
+        paper = self._get(key)
         return paper_to_bibtex(paper) if paper is not None else None
 
     # --- models -------------------------------------------------------------------------------
@@ -267,10 +274,7 @@ class Backend:
         if not self.ready:
             raise NotReady("recommendations are still loading")
         engine = self._engine
-        library = self._library()
-        cited = tuple(
-            p.id for p in (library.get_by_citekey(key) for key in query.exclude_keys) if p
-        )
+        cited = tuple(p.id for p in (self._get(key) for key in query.exclude_keys) if p)
         q = Query(
             text=query.sentence,
             mode="local",

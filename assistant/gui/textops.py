@@ -101,7 +101,7 @@ def cited_keys(text: str, style: str | None = None) -> set[str]:
     return {k for s in citation_spans(text, style) if s.style != NUMERIC for k in s.keys}
 
 
-_BLANK_LINE_RE = re.compile(r"\n[ \t\r]*\n")
+_BLANK_LINE_RE = re.compile(r"\r?\n[ \t\r]*\n")
 #: how far back a paragraph start is looked for (a longer "paragraph" is cut there)
 _MAX_PARAGRAPH = 20000
 

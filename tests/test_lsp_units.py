@@ -241,3 +241,14 @@ def test_paragraphs_end_at_blank_lines_of_any_kind():
     start, end = textops.paragraph_bounds(text, 3)
     assert text[start:end] == "First para line."
     assert text[slice(*textops.paragraph_bounds(text, len(text)))] == "Third."
+
+
+def test_the_server_never_imports_qt():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, assistant.lsp.server, assistant.lsp.commands, assistant.gui.engine; "
+        "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

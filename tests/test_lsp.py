@@ -563,3 +563,20 @@ def test_papers_imported_meanwhile_show_up(editor, project, sample_home):
         labels = [i["label"] for i in _completion(editor, editor.uri, text, offset)["items"]]
         time.sleep(0.5)
     assert labels[0] == key
+
+    # ... and the recommender is reloaded with the new paper indexed
+    def second_ready(_m):
+        readies = [
+            m
+            for m in editor.client.messages
+            if m.get("method") == "citeAssist/status" and m["params"]["state"] == "ready"
+        ]
+        return len(readies) >= 2
+
+    editor.client.wait_for(second_ready, timeout=READY_TIMEOUT_S)
+    assert (
+        "177 papers"
+        in [m for m in editor.client.messages if m.get("method") == "citeAssist/status"][-1][
+            "params"
+        ]["message"]
+    )

@@ -119,7 +119,9 @@ class CiteAssistServer(LanguageServer):
             self._tokens.discard(token)
 
     def _status(self, state: str, message: str) -> None:
-        self.state, self.state_message = state, message
+        """Tell the client; ``self.state`` follows the models (keys reloads leave it alone)."""
+        if state != "keys":
+            self.state, self.state_message = state, message
         papers = len(self.keys) if self.keys is not None else None
         self.protocol.notify(
             STATUS_NOTIFICATION, {"state": state, "message": message, "papers": papers}
@@ -264,6 +266,7 @@ class CiteAssistServer(LanguageServer):
                 self._keys_event = asyncio.Event()
                 await self._load_keys()
                 if self.recommend_enabled and self.state in ("ready", "failed"):
+                    # new papers: the loader indexes them and swaps the recommender in
                     await self._load_models()
 
         self.loop.create_task(check())
@@ -505,7 +508,7 @@ class CiteAssistServer(LanguageServer):
         if not self.backend.ready:
             message = (
                 "recommendations are still loading; try again in a moment"
-                if self.state in ("starting", "loading", "keys")
+                if self.state in ("starting", "loading")
                 else f"recommendations unavailable: {self.state_message}"
             )
             self._warn(message, types.MessageType.Info)

@@ -93,9 +93,9 @@ def open_window(args=None, db_path: Path | None = None):
     """Create, show and start the main window (sample set-up and files from ``args``)."""
     from dataclasses import replace
 
-    from assistant.gui.engine import preload_modules
     from assistant.gui.main_window import MainWindow
     from assistant.gui.settings import load_settings
+    from assistant.service.engine import preload_modules
 
     preload_modules()
     settings = load_settings()

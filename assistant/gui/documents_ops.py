@@ -7,11 +7,11 @@ from pathlib import Path
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from assistant.gui import textops
-from assistant.gui.bibfile import append_entry, entry_number
+from assistant.documents import textops
+from assistant.documents.bibfile import append_entry, entry_number
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
-from assistant.gui.engine import paper_bibtex
 from assistant.gui.settings import bib_for_manuscript, remember_bib
+from assistant.service.engine import paper_bibtex
 from assistant.textfile import (
     BinaryFileError,
     TextFormat,

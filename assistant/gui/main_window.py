@@ -23,13 +23,13 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import RESOURCES_DIR
-from assistant.gui import textops
+from assistant.documents import textops
 from assistant.gui.documents_ops import DocumentOps
-from assistant.gui.engine import Engine, EngineSettings
 from assistant.gui.library_panel import LibraryPanel
 from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
+from assistant.service.engine import Engine, EngineSettings
 
 log = logging.getLogger(__name__)
 MODES = ("auto", "local", "paragraph", "global")

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TextIO
 
 from assistant.config import RESOURCES_DIR
-from assistant.gui import textops
-from assistant.gui.engine import Engine, EngineSettings, IndexStatus, import_into
+from assistant.documents import textops
+from assistant.service.engine import Engine, EngineSettings, IndexStatus, import_into
 
 SAMPLE_DIR = RESOURCES_DIR / "sample"
 SAMPLE_BIB = SAMPLE_DIR / "library.bib"

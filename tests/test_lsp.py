@@ -28,7 +28,7 @@ READY_TIMEOUT_S = 600
 @pytest.fixture(scope="module")
 def sample_home(tmp_path_factory) -> dict:
     """The sample library imported and indexed once for this module; the server's environment."""
-    from assistant.gui.engine import Engine, EngineSettings
+    from assistant.service.engine import Engine, EngineSettings
 
     home = tmp_path_factory.mktemp("lsp-home")
     env = dict(os.environ)

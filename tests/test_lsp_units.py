@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from assistant.gui import textops
+from assistant.documents import textops
 from assistant.lsp import backend, bibfiles, completion, diagnostics
 from assistant.lsp.citations import key_at, key_spans, slot_at
 from assistant.lsp.text import DocState, LineIndex
@@ -248,7 +248,7 @@ def test_the_server_never_imports_qt():
     import sys
 
     code = (
-        "import sys, assistant.lsp.server, assistant.lsp.commands, assistant.gui.engine; "
+        "import sys, assistant.lsp.server, assistant.lsp.commands, assistant.service.engine; "
         "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

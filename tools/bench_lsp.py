@@ -37,7 +37,7 @@ TARGET_P95_MS = 300.0
 
 
 def setup(home: Path) -> dict:
-    from assistant.gui.engine import Engine, EngineSettings
+    from assistant.service.engine import Engine, EngineSettings
 
     os.environ["ASSISTANT_HOME"] = str(home)
     os.environ["ASSISTANT_DB"] = str(home / "library.sqlite")

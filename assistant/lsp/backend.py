@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
+from assistant.documents import textops as _textops
 from assistant.errors import Cancelled
-from assistant.gui import bibfile as _bibfile
-from assistant.gui import textops as _textops
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +238,7 @@ class Backend:
         Blocking: call it on a loader thread. Returns a one-line status; raises
         ``AssistantError`` subclasses / ``RuntimeError`` with a user-facing message.
         """
-        from assistant.gui.engine import Engine, EngineSettings
+        from assistant.service.engine import Engine, EngineSettings
 
         self._ready.clear()
         if self._engine is None:
@@ -249,7 +249,7 @@ class Backend:
             if progress is not None and message:
                 progress(str(message))
 
-        from assistant.gui.engine import EngineCancelled
+        from assistant.service.engine import EngineCancelled
 
         try:
             status = engine.prepare(report, cancelled or (lambda: False))

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from assistant.lsp import backend
@@ -57,26 +58,27 @@ class BibSet:
     def target(self) -> BibFile | None:
         return self.files[0] if self.files else None
 
-    def find(self, key: str) -> BibEntry | None:
-        """The entry for ``key`` (exact, else case-insensitive as BibTeX compares keys)."""
-        lowered = None
+    @cached_property
+    def _by_key(self) -> tuple[dict[str, BibEntry], dict[str, BibEntry], dict[str, str]]:
+        exact: dict[str, BibEntry] = {}
+        lowered: dict[str, BibEntry] = {}
+        dois: dict[str, str] = {}
         for bib in self.files:
             for entry in bib.entries:
-                if entry.key == key:
-                    return entry
-                if lowered is None and entry.key.lower() == key.lower():
-                    lowered = entry
-        return lowered
+                exact.setdefault(entry.key, entry)
+                lowered.setdefault(entry.key.lower(), entry)
+                if entry.doi:
+                    dois.setdefault(entry.doi, entry.key)
+        return exact, lowered, dois
+
+    def find(self, key: str) -> BibEntry | None:
+        """The entry for ``key`` (exact, else case-insensitive as BibTeX compares keys)."""
+        exact, lowered, _ = self._by_key
+        return exact.get(key) or lowered.get(key.lower())
 
     def key_for_doi(self, doi: str | None) -> str | None:
         doi = backend.normalize_doi(doi)
-        if not doi:
-            return None
-        for bib in self.files:
-            for entry in bib.entries:
-                if entry.doi == doi:
-                    return entry.key
-        return None
+        return self._by_key[2].get(doi) if doi else None
 
     def keys(self) -> set[str]:
         return {e.key for bib in self.files for e in bib.entries}

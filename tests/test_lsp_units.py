@@ -171,9 +171,10 @@ def test_completion_order_keys_then_recommendations(tmp_path):
     text, offset = _cursor("see \\cite{|}")
     doc = _doc(tmp_path / "a.tex", text, backend.LATEX)
     slot = slot_at(text, offset, backend.LATEX)
-    result = completion.build_list(doc, slot, keys, recs, empty, False)
+    result = completion.build_list(doc, slot, keys, recs, empty, False, label_details=True)
     labels = [i.label for i in sorted(result.items, key=lambda i: i.sort_text)]
     assert labels[:2] == ["zeta2020", "alpine2020x"] and "alpha2019" in labels[2:]
+    assert result.items[0].label_details.description == "2019 · method"
 
 
 def test_completion_uses_the_bib_key_of_the_same_paper(tmp_path):

@@ -166,6 +166,7 @@ def build_list(
     suggestions: list[backend.Suggestion] | None,
     bibs: BibSet,
     incomplete: bool,
+    label_details: bool = False,
 ) -> types.CompletionList:
     """The completion list for ``slot`` (see the module docstring for the order)."""
     taken = set(slot.keys)
@@ -233,6 +234,11 @@ def build_list(
             text_edit=types.TextEdit(range=edit_range, new_text=insert),
             data={"uri": doc.uri, "key": insert, "recommended": c.rank is not None},
         )
+        if label_details:  # shown on every row by editors that support it (VS Code)
+            when = str(c.year) if c.year else "n.d."
+            item.label_details = types.CompletionItemLabelDetails(
+                description=f"{when} · {c.intent}" if c.intent else when
+            )
         if needs_entry:
             item.command = types.Command(
                 title=f"Add {insert} to {bibs.target.path.name}",

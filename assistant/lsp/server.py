@@ -376,7 +376,15 @@ class CiteAssistServer(LanguageServer):
                     log.warning("recommendation failed: %s", exc)
             else:
                 incomplete = self.state not in ("failed", "off")
-        return completion.build_list(doc, slot, keys, suggestions, bibs, incomplete)
+        return completion.build_list(
+            doc, slot, keys, suggestions, bibs, incomplete, self._label_details()
+        )
+
+    def _label_details(self) -> bool:
+        caps = self.client_capabilities
+        td = caps.text_document if caps else None
+        item = td.completion.completion_item if td and td.completion else None
+        return bool(item and item.label_details_support)
 
     async def suggest(self, doc: DocState, slot) -> list[backend.Suggestion]:
         def job(cancelled):

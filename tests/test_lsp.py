@@ -28,7 +28,7 @@ READY_TIMEOUT_S = 600
 @pytest.fixture(scope="module")
 def sample_home(tmp_path_factory) -> dict:
     """The sample library imported and indexed once for this module; the server's environment."""
-    from assistant.service.engine import Engine, EngineSettings
+    from assistant.service import Service, ServiceSettings
 
     home = tmp_path_factory.mktemp("lsp-home")
     env = dict(os.environ)
@@ -43,7 +43,7 @@ def sample_home(tmp_path_factory) -> dict:
     saved = {k: os.environ.get(k) for k in ("ASSISTANT_HOME", "ASSISTANT_DB", "ASSISTANT_MODELS")}
     os.environ.update({k: env[k] for k in saved})
     try:
-        engine = Engine(EngineSettings(db_path=home / "library.sqlite"))
+        engine = Service(ServiceSettings(db_path=home / "library.sqlite"))
         setup = sample.setup_sample(engine)
         assert setup.status.ready, setup.status.describe()
         engine.close()

@@ -37,11 +37,11 @@ TARGET_P95_MS = 300.0
 
 
 def setup(home: Path) -> dict:
-    from assistant.service.engine import Engine, EngineSettings
+    from assistant.service import Service, ServiceSettings
 
     os.environ["ASSISTANT_HOME"] = str(home)
     os.environ["ASSISTANT_DB"] = str(home / "library.sqlite")
-    engine = Engine(EngineSettings(db_path=home / "library.sqlite"))
+    engine = Service(ServiceSettings(db_path=home / "library.sqlite"))
     status = sample.setup_sample(engine).status
     engine.close()
     env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")

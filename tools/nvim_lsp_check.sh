@@ -18,9 +18,9 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 echo "editor check: $NVIM_VERSION; importing and indexing the sample library..."
 "$PY" - <<PY
 from pathlib import Path
-from assistant.service.engine import Engine, EngineSettings
+from assistant.service import Service, ServiceSettings
 from assistant.gui import sample
-engine = Engine(EngineSettings(db_path=Path("$ASSISTANT_DB")))
+engine = Service(ServiceSettings(db_path=Path("$ASSISTANT_DB")))
 status = sample.setup_sample(engine).status
 assert status.ready, status.describe()
 engine.close()

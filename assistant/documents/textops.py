@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.documents import markers
+from assistant.retrieval.query import detect_mode
 
 LATEX, MARKDOWN, NUMERIC = "latex", "markdown", "numeric"
 
@@ -150,20 +151,15 @@ def count_sentences(text: str) -> int:
 
 
 def query_at(text: str, sel_start: int, sel_end: int) -> QuerySpec:
-    """The query for a selection (or the sentence under the cursor) and its automatic mode."""
+    """The query for a selection (or the sentence under the cursor) and its automatic mode
+    (the one rule of ``retrieval.query.detect_mode``, as in the CLI)."""
     if sel_end < sel_start:
         sel_start, sel_end = sel_end, sel_start
     if sel_end > sel_start:
         chunk = text[sel_start:sel_end]
-        if "\n\n" in chunk.strip() or len(chunk) > 2500:
-            mode = "global"
-        elif count_sentences(chunk) > 1:
-            mode = "paragraph"
-        else:
-            mode = "local"
-        return QuerySpec(chunk.strip(), mode, sel_start, sel_end)
+        return QuerySpec(chunk.strip(), detect_mode(chunk), sel_start, sel_end)
     start, end = sentence_bounds(text, sel_start)
-    return QuerySpec(text[start:end].strip(), "local", start, end)
+    return QuerySpec(text[start:end].strip(), detect_mode(text[start:end]), start, end)
 
 
 def context_for_mode(text: str, spec: QuerySpec, mode: str) -> QuerySpec:
@@ -242,7 +238,6 @@ def apply_edit(text: str, edit: Edit) -> str:
 
 
 _TEX_TITLE_RE = re.compile(r"\\title(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}", re.S)
-_TEX_AUTHOR_RE = re.compile(r"\\author(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}", re.S)
 _TEX_ABSTRACT_RE = re.compile(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", re.S)
 _TEX_BIB_RE = re.compile(r"\\(?:bibliography|addbibresource)(?:\[[^\]]*\])?\{([^}]+)\}")
 _MD_FIELD_RE = re.compile(r"^(title|abstract|bibliography):\s*[\"']?(.+?)[\"']?\s*$", re.M)
@@ -295,20 +290,6 @@ def manuscript_meta(text: str, style: str) -> tuple[str, str]:
             elif name == "abstract":
                 abstract = value
     return title, abstract
-
-
-def manuscript_authors(text: str, style: str) -> list[str]:
-    """The manuscript's authors (LaTeX ``\\author{A \\and B}``, Markdown ``author:`` field or list)."""
-    if style == LATEX:
-        m = _TEX_AUTHOR_RE.search(text)
-        if not m:
-            return []
-        body = re.sub(r"\\thanks\{[^{}]*\}|\\(?:inst|footnote)\{[^{}]*\}", "", m.group(1))
-        parts = re.split(r"\\and\b|\\\\|,", body)
-        return [re.sub(r"\s+", " ", p).strip(" ~{}") for p in parts if p.strip(" ~{}\n")]
-    if style == MARKDOWN:
-        return _yaml_values(_front_matter(text), "author")
-    return []
 
 
 def bib_names(text: str, style: str) -> list[str]:

@@ -1,8 +1,10 @@
 """The language server's one door into the product's core.
 
-Everything the server needs from the library, the recommendation pipeline, the documents layer
-and the .bib helpers goes through this module, so that moving to the shared service layer
-(``assistant/service/``) changes only this file. Nothing here knows about LSP types.
+Recommendations, the manuscript finder, queries and library entries come from the application
+service (``assistant.service``: the same ``Service``, ``query_for_selection`` and
+``analyse_manuscript`` the CLI and the GUI use); the citation grammar, .bib parsing and draft
+sentences from the documents layer. Nothing else in ``assistant/lsp`` imports the core, and
+nothing here knows about LSP types.
 
 Thread use: :meth:`Backend.prepare` runs on a loader thread; :meth:`recommend` and
 :meth:`find_missing` on worker threads; the quick lookups (:meth:`keys`, :meth:`paper`) on
@@ -14,13 +16,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
-from assistant.documents import textops as _textops
-from assistant.errors import Cancelled
+from assistant.service import Cancelled
+from assistant.service import textops as _textops
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,6 @@ paragraph_bounds = _textops.paragraph_bounds
 sentence_bounds = _textops.sentence_bounds
 citation_edit = _textops.citation_edit
 manuscript_meta = _textops.manuscript_meta
-manuscript_authors = _textops.manuscript_authors
 bib_files_from_manuscript = _textops.bib_files_from_manuscript
 
 # --- .bib files --------------------------------------------------------------------------------
@@ -117,24 +118,15 @@ class PaperInfo:
 
 @dataclass
 class CitationQuery:
-    """The text around a citation slot and the manuscript it belongs to."""
+    """The service's query for a citation slot, with the sentence it was built from."""
 
+    query: object  # assistant.service.Query
     sentence: str
-    context: str = ""
-    title: str = ""
-    abstract: str = ""
-    authors: tuple[str, ...] = ()
     exclude_keys: tuple[str, ...] = ()
 
     def cache_key(self) -> tuple:
-        return (
-            self.sentence,
-            self.context,
-            self.title,
-            self.abstract,
-            self.authors,
-            self.exclude_keys,
-        )
+        q = self.query
+        return (q.text, q.mode, q.context, q.title, q.abstract, self.exclude_keys)
 
 
 @dataclass
@@ -160,17 +152,16 @@ class Backend:
         self.device = device
         self._quick = None  # a Library for lookups, separate from the engine's connection
         self._quick_lock = threading.Lock()
-        self._engine = None
-        self._ready = threading.Event()
+        self._svc = None
         self._signature: tuple | None = None
 
     # --- quick lookups ------------------------------------------------------------------------
     def _library(self):
         with self._quick_lock:
             if self._quick is None:
-                from assistant.library.store import Library
+                from assistant.service import open_library
 
-                self._quick = Library(self.db_path)
+                self._quick = open_library(self.db_path)
             return self._quick
 
     def keys(self) -> list[KeyEntry]:
@@ -217,79 +208,79 @@ class Backend:
 
     def bibtex(self, key: str) -> str | None:
         """The BibTeX entry of library paper ``key`` with its stable citekey (None if unknown)."""
-        from assistant.library.export import paper_to_bibtex
+        from assistant.service import paper_bibtex
 
         paper = self._get(key)
-        return paper_to_bibtex(paper) if paper is not None else None
+        return paper_bibtex(paper) if paper is not None else None
 
-    # --- models -------------------------------------------------------------------------------
+    # --- models ---------------------------------------------------------------------------
+    def _service(self):
+        if self._svc is None:
+            from assistant.service import Service, ServiceSettings
+
+            self._svc = Service(ServiceSettings(db_path=self.db_path, device=self.device))
+        return self._svc
+
     @property
     def ready(self) -> bool:
-        """True once recommendations can be served."""
-        return self._ready.is_set()
+        """True once recommendations can be served (stays true while a reload runs)."""
+        return self._svc is not None and self._svc.ready
 
     def prepare(
         self,
         progress: Callable[[str], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> str:
-        """Load the encoder, (incrementally) index the library and load the recommender.
+        """Load the encoder, (incrementally) index the library and open the recommender on it.
 
         Blocking: call it on a loader thread. Returns a one-line status; raises
-        ``AssistantError`` subclasses / ``RuntimeError`` with a user-facing message.
+        :class:`EmptyLibrary`, ``Cancelled`` or the service's ``AssistantError``s.
         """
-        from assistant.service.engine import Engine, EngineSettings
 
-        self._ready.clear()
-        if self._engine is None:
-            self._engine = Engine(EngineSettings(db_path=self.db_path, device=self.device))
-        engine = self._engine
-
-        def report(done=0, total=0, message="", *_a, **_k) -> None:
+        def report(event) -> None:
+            message = getattr(event, "message", "")
             if progress is not None and message:
                 progress(str(message))
 
-        from assistant.service.engine import EngineCancelled
-
-        try:
-            status = engine.prepare(report, cancelled or (lambda: False))
-        except EngineCancelled as exc:
-            raise Cancelled() from exc
+        service = self._service()
+        status = service.prepare(report, cancelled or (lambda: False))
         _check(cancelled)
         if not status.ready:
             raise EmptyLibrary(
                 f"{self.db_path}: the library is empty, so there is nothing to recommend yet "
                 "(import papers with `assistant library import`)"
             )
-        self._ready.set()
         return status.describe()
+
+    def query(
+        self,
+        text: str,
+        style: str,
+        start: int,
+        end: int,
+        meta: tuple[str, str],
+        exclude_keys: tuple[str, ...] = (),
+    ) -> CitationQuery:
+        """The product's query for the cursor (``start == end``: the sentence there, the rest of
+        its paragraph as context) or a selection, with the manuscript's title and abstract."""
+        from assistant.service import query_for_selection
+
+        cited = tuple(p.id for p in (self._get(key) for key in exclude_keys) if p)
+        query, spec = query_for_selection(
+            text, start, end, mode="auto", style=style, meta=meta, cited_ids=cited
+        )
+        return CitationQuery(query, spec.text, tuple(exclude_keys))
 
     def recommend(
         self, query: CitationQuery, k: int = 10, cancelled: Callable[[], bool] | None = None
     ) -> list[Suggestion]:
-        """The top ``k`` papers for a citation slot; raises :class:`Cancelled` when asked to stop."""
-        from assistant.retrieval.pipeline import RecommendationCancelled
-        from assistant.retrieval.query import Query
-
+        """The top ``k`` papers for a query; raises ``Cancelled`` when asked to stop."""
         if not self.ready:
             raise NotReady("recommendations are still loading")
-        engine = self._engine
-        cited = tuple(p.id for p in (self._get(key) for key in query.exclude_keys) if p)
-        q = Query(
-            text=query.sentence,
-            mode="local",
-            title=query.title or None,
-            abstract=query.abstract or None,
-            context=query.context or None,
-            cited_ids=cited,
-            extra={"authors": "; ".join(query.authors)} if query.authors else {},
-        )
-        config = replace(engine.default_config(), k=k, exclude_cited=True)
+        service = self._service()
+        config = service.default_config(k=k, exclude_cited=True)
         _check(cancelled)
-        try:
-            result = engine.recommend(q, config=config, cancelled=cancelled)
-        except RecommendationCancelled as exc:
-            raise Cancelled() from exc
+        result = service.recommend(query.query, config=config, cancelled=cancelled)
         out = []
         for item in result.items:
             paper = item.paper
@@ -318,20 +309,17 @@ class Backend:
         k: int = 3,
         cancelled: Callable[[], bool] | None = None,
     ) -> list[Missing]:
-        """Sentences of a manuscript that read as needing a citation (the manuscript finder),
-        each with the top ``k`` recommendations once the recommender is ready."""
-        from assistant.documents.manuscript import find_missing_citations
+        """Sentences of a manuscript that read as needing a citation (the service's manuscript
+        analysis), each with the top ``k`` recommendations once the recommender is ready."""
+        from assistant.service import analyse_manuscript
 
         fmt = "latex" if style == LATEX else "markdown" if style == MARKDOWN else "text"
-        recommender = None
-        if self.ready:
-            recommender = self._engine.recommender
-        found = find_missing_citations(
-            text, recommender=recommender, k=k, fmt=fmt, cancelled=cancelled
+        analysis = analyse_manuscript(
+            self._service(), text, fmt=fmt, recommend=self.ready, k=k, cancelled=cancelled
         )
         _check(cancelled)
         out = []
-        for item in found:
+        for item in analysis.missing:
             if item.start is None or item.end is None:
                 continue
             recs = [r for r in item.recommendations if r.get("citekey")]
@@ -348,31 +336,10 @@ class Backend:
             )
         return out
 
-    def plain_sentence(self, text: str, style: str) -> str:
-        """A sentence without citation markers or LaTeX macros (what the recommender reads)."""
-        from assistant.documents.draft import sentence_plain_text
-        from assistant.documents.markers import find_markers
-        from assistant.documents.model import Sentence
-
-        kinds = ("latex",) if style == LATEX else ("pandoc",) if style == MARKDOWN else ()
-        fmt = "latex" if style == LATEX else "markdown" if style == MARKDOWN else "text"
-        sentence = Sentence(text=text, markers=find_markers(text, kinds) if kinds else [])
-        return sentence_plain_text(sentence, fmt)
-
-    def sentences(self, text: str, style: str) -> list[tuple[int, int]]:
-        """``(start, end)`` of each prose sentence of a (part of a) manuscript, in order."""
-        from assistant.documents.draft import parse_draft
-
-        fmt = "latex" if style == LATEX else "markdown" if style == MARKDOWN else "text"
-        doc = parse_draft(text, fmt)
-        return [
-            (s.start, s.end) for s in doc.sentences() if s.start is not None and s.end is not None
-        ]
-
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.close()
-            self._engine = None
+        if self._svc is not None:
+            self._svc.close()
+            self._svc = None
         with self._quick_lock:
             if self._quick is not None:
                 self._quick.close()

@@ -55,56 +55,12 @@ class KeyIndex:
         return out, False
 
 
-def query_for(
-    doc: DocState,
-    at: int,
-    be: backend.Backend,
-    blank: tuple[int, int] | None = None,
-    exclude_keys: tuple[str, ...] = (),
-    selection: tuple[int, int] | None = None,
-) -> backend.CitationQuery:
-    """The product's query for a citation at offset ``at``: the sentence there (markers and
-    LaTeX removed; ``blank`` = an unfinished marker to leave out; ``selection`` = use this text
-    instead), the rest of its paragraph as context, the manuscript's title/abstract/authors."""
-    text = doc.text
-    p_start, p_end = backend.paragraph_bounds(text, at)
-    para = text[p_start:p_end]
-    if blank is not None:
-        a = max(0, blank[0] - p_start)
-        b = max(a, min(blank[1], p_end) - p_start)
-        para = para[:a] + " " * (b - a) + para[b:]
-    rel = max(0, at - p_start)
-    bounds = be.sentences(para, doc.style) or [(0, len(para))]
-    current = 0
-    for i, (s, _e) in enumerate(bounds):
-        if s <= rel:
-            current = i
-    if selection is not None:
-        sentence = be.plain_sentence(text[selection[0] : selection[1]], doc.style)
-        others = [
-            (s, e) for s, e in bounds if e + p_start <= selection[0] or s + p_start >= selection[1]
-        ]
-    else:
-        s, e = bounds[current]
-        sentence = be.plain_sentence(para[s:e], doc.style)
-        others = [b for j, b in enumerate(bounds) if j != current]
-    context = " ".join(c for c in (be.plain_sentence(para[s:e], doc.style) for s, e in others) if c)
-    title, abstract, authors = doc.manuscript
-    return backend.CitationQuery(
-        sentence=sentence,
-        context=context[:2000],
-        title=title,
-        abstract=abstract,
-        authors=authors,
-        exclude_keys=tuple(exclude_keys),
-    )
-
-
 def slot_query(doc: DocState, slot: CiteSlot, be: backend.Backend) -> backend.CitationQuery:
-    """The query for a citation slot being typed (the slot itself left out)."""
-    return query_for(
-        doc, slot.marker_start, be, (slot.marker_start, slot.marker_end), tuple(slot.keys)
-    )
+    """The product's query for a citation slot being typed: the sentence around it (the slot
+    itself left out), the rest of its paragraph as context, the manuscript's title/abstract."""
+    a, b = slot.marker_start, slot.marker_end
+    blanked = doc.text[:a] + " " * (b - a) + doc.text[b:]
+    return be.query(blanked, doc.style, a, a, doc.manuscript, tuple(slot.keys))
 
 
 class RecommendationCache:

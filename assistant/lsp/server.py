@@ -528,7 +528,8 @@ class CiteAssistServer(LanguageServer):
             start, end = backend.sentence_bounds(doc.text, start)
 
         def job(cancelled):
-            query = completion.query_for(doc, start, self.backend, selection=selection)
+            q_start, q_end = selection or (start, start)
+            query = self.backend.query(doc.text, doc.style, q_start, q_end, doc.manuscript)
             return self.backend.recommend(query, 5, cancelled)
 
         try:

@@ -135,11 +135,9 @@ class DocState:
         return uri_to_path(self.uri)
 
     @cached_property
-    def manuscript(self) -> tuple[str, str, tuple[str, ...]]:
-        """The manuscript's (title, abstract, authors), as the product reads them."""
-        title, abstract = backend.manuscript_meta(self.text, self.style)
-        authors = tuple(backend.manuscript_authors(self.text, self.style))
-        return title, abstract, authors
+    def manuscript(self) -> tuple[str, str]:
+        """The manuscript's (title, abstract), as the product reads them."""
+        return backend.manuscript_meta(self.text, self.style)
 
     @cached_property
     def bib_paths(self) -> list[Path]:

@@ -98,6 +98,7 @@ class RootGroup(LazyGroup):
         "recommend": "assistant.retrieval.commands:recommend",
         "intent": "assistant.inference.intent_commands:intent",
         "manuscript": "assistant.documents.commands:manuscript",
+        "lsp": "assistant.lsp.commands:lsp",
         "eval": "assistant.cli:eval_group",
         "bench": "assistant.cli:bench_group",
         "train": "assistant.cli:train_group",

@@ -40,11 +40,13 @@ def ngrams(text: str, n_max: int = 2) -> list[str]:
 
 @dataclass
 class CombineWeights:
-    """``p(k|c,d) ∝ p(k|c) * (q_d[k]/q̄[k])^profile * (theta_d[k]/pi[k])^library``."""
+    """``p(k|c,d) ∝ p(k|c) * (q_d[k]/q̄[k])^profile * (theta_d[k]/pi[k])^library``; for a stated
+    need ``k*`` the ranking uses ``p(k*|d) ∝ pi * (q_d/q̄)^need_profile * (theta_d/pi)^library``."""
 
     profile: float = 0.0
     library: float = 1.0
     uncertain_below: float = 0.6  # confidence under this -> the chip says "uncertain"
+    need_profile: float = 1.0  # the profile's weight in p(k*|d) for intent-aware ranking
     metrics: dict = field(default_factory=dict)
 
 
@@ -65,6 +67,7 @@ class PaperProfileModel:
             profile=float(c.get("profile", 0.0)),
             library=float(c.get("library", 1.0)),
             uncertain_below=float(c.get("uncertain_below", 0.6)),
+            need_profile=float(c.get("need_profile", 1.0)),
             metrics=c.get("metrics") or {},
         )
         self.version = str(spec.get("version", ""))

@@ -266,7 +266,7 @@ def label_recommendations(
                 library_weight=weights.library if weights else 1.0,
                 profile=q,
                 profile_prior=model.prior if model is not None else None,
-                profile_weight=weights.profile if weights else 0.0,
+                profile_weight=weights.need_profile if weights else 0.0,
             )
             p_need = float(doc[LABELS.index(pref)])
             if isinstance(scores, dict):

@@ -39,6 +39,9 @@ from assistant.training.intent_aux import (
 _CONTENT = re.compile(r"[a-z]{4,}")
 GRID_B = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 GRID_G = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5)
+#: weight of the paper profile in p(k*|d) when the author states a need (intent-aware ranking;
+#: measured with tools/intent_need_eval.py, not fitted on the pairs)
+NEED_PROFILE_WEIGHT = 1.0
 
 
 def title_key(title: str) -> str:
@@ -113,7 +116,9 @@ def _macro_f1(y, pred) -> float:
     return float(f1_score(y, pred, labels=[0, 1, 2], average="macro", zero_division=0))
 
 
-def cross_fit(p_c, q, q_prior, theta, pi, y, groups, grid_b=GRID_B, grid_g=GRID_G) -> dict:
+def cross_fit(
+    p_c, q, q_prior, theta, pi, y, groups, subset=None, grid_b=GRID_B, grid_g=GRID_G
+) -> dict:
     """2-fold CV (grouped by cited paper) of (b, g); the per-pair macro-F1 of each variant."""
     rng = np.random.default_rng(13)
     uniq = sorted(set(groups))
@@ -147,6 +152,9 @@ def cross_fit(p_c, q, q_prior, theta, pi, y, groups, grid_b=GRID_B, grid_g=GRID_
         b_all, g_all = best(np.ones(len(y), bool), bs, gs)
         out[name] = {
             "cv_macro_f1": round(_macro_f1(y, pred), 4),
+            "cv_macro_f1_with_library_evidence": (
+                round(_macro_f1(y[subset], pred[subset]), 4) if subset is not None else None
+            ),
             "b": b_all,
             "g": g_all,
         }
@@ -198,8 +206,12 @@ def build(intent_model: str | None, out_dir: Path, progress=print) -> dict:
     theta = (counts + ALPHA * pi) / (counts.sum(1, keepdims=True) + ALPHA)
     y = np.array([p.label for p in held])
     groups = [title_key(p.cited_title) for p in held]
-    variants = cross_fit(p_c, q, q_prior, theta, pi, y, groups)
-    final = variants["context+profile+library"]
+    variants = cross_fit(p_c, q, q_prior, theta, pi, y, groups, subset=counts.sum(1) > 0)
+    # the profile enters the label only if it raises the cross-validated per-pair macro-F1
+    final = max(
+        (variants["context+library"], variants["context+profile+library"]),
+        key=lambda v: v["cv_macro_f1"],
+    )
     probs = combine_scores(p_c, q, q_prior, theta, pi, final["b"], final["g"])
     from assistant.training.intent import classification_metrics
 
@@ -217,6 +229,7 @@ def build(intent_model: str | None, out_dir: Path, progress=print) -> dict:
     spec["combine"] = {
         "profile": final["b"],
         "library": final["g"],
+        "need_profile": NEED_PROFILE_WEIGHT,
         "uncertain_below": 0.6,
         "metrics": {k: v["cv_macro_f1"] for k, v in variants.items()},
     }

@@ -30,7 +30,8 @@ import numpy as np
 @click.option("--papers", type=click.Path(exists=True, file_okay=False), default=None)
 @click.option("--limit", type=int, default=None, help="Use only the first N queries.")
 @click.option("--pool", type=int, default=30, show_default=True, help="PipelineConfig.intent_pool")
-def main(db, papers, limit, pool) -> None:
+@click.option("--bm25-only", is_flag=True, help="No dense stage (a library indexed with --budget).")
+def main(db, papers, limit, pool, bm25_only) -> None:
     from assistant.evaluation.acm_cr import candidate_map
     from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
     from assistant.inference.intent import LABELS, IntentClassifier
@@ -58,6 +59,7 @@ def main(db, papers, limit, pool) -> None:
         filter_by_year=False,
         dedupe=False,
         intent_pool=pool,
+        use_dense=not bm25_only,
     )
     rec = Recommender(library, base)
     clf = IntentClassifier()
@@ -85,6 +87,7 @@ def main(db, papers, limit, pool) -> None:
         "queries": len(queries),
         "candidates": len(by_doi),
         "intent_pool": pool,
+        "bm25_only": bm25_only,
         "sentence_intents": {lab: sum(p.label == lab for p in sent) for lab in LABELS},
         "r_at_10": {
             lab: {

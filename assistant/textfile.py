@@ -14,11 +14,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from assistant.errors import AssistantError
+
 #: Legacy encodings tried, in order, when a file is not UTF-8 (latin-1 decodes any byte).
 LEGACY_ENCODINGS = ("cp1252", "latin-1")
 
 
-class BinaryFileError(ValueError):
+class BinaryFileError(AssistantError, ValueError):
     """The file is not text (NUL bytes without a UTF-16 byte-order mark)."""
 
 

@@ -20,8 +20,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QTimer
 
-from assistant.gui import textops
-from assistant.gui.bibfile import read_bib
+from assistant.documents import textops
+from assistant.documents.bibfile import read_bib
 from assistant.gui.settings import AppSettings
 
 READY_TIMEOUT_MS = 600_000  # first run builds the encoder and the index

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from assistant.errors import AssistantError
+
 _V1 = """
 CREATE TABLE papers (
     id INTEGER PRIMARY KEY,
@@ -92,7 +94,7 @@ MIGRATIONS: list[str] = [_V1]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class LibraryOpenError(RuntimeError):
+class LibraryOpenError(AssistantError, RuntimeError):
     """The file cannot be opened as a Cite-Assist library (the message names it and says why)."""
 
 

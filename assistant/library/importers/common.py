@@ -6,11 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assistant.errors import AssistantError
 from assistant.library.models import ImportIssue, Paper
 from assistant.textfile import BinaryFileError, decode_text
 
 
-class ImportFileError(Exception):
+class ImportFileError(AssistantError):
     """A whole file cannot be imported (unreadable, binary, empty, wrong format)."""
 
 

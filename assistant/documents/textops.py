@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.documents import markers
+from assistant.retrieval.query import detect_mode
 
 LATEX, MARKDOWN, NUMERIC = "latex", "markdown", "numeric"
 
@@ -142,20 +143,15 @@ def count_sentences(text: str) -> int:
 
 
 def query_at(text: str, sel_start: int, sel_end: int) -> QuerySpec:
-    """The query for a selection (or the sentence under the cursor) and its automatic mode."""
+    """The query for a selection (or the sentence under the cursor) and its automatic mode
+    (the one rule of ``retrieval.query.detect_mode``, as in the CLI)."""
     if sel_end < sel_start:
         sel_start, sel_end = sel_end, sel_start
     if sel_end > sel_start:
         chunk = text[sel_start:sel_end]
-        if "\n\n" in chunk.strip() or len(chunk) > 2500:
-            mode = "global"
-        elif count_sentences(chunk) > 1:
-            mode = "paragraph"
-        else:
-            mode = "local"
-        return QuerySpec(chunk.strip(), mode, sel_start, sel_end)
+        return QuerySpec(chunk.strip(), detect_mode(chunk), sel_start, sel_end)
     start, end = sentence_bounds(text, sel_start)
-    return QuerySpec(text[start:end].strip(), "local", start, end)
+    return QuerySpec(text[start:end].strip(), detect_mode(text[start:end]), start, end)
 
 
 def context_for_mode(text: str, spec: QuerySpec, mode: str) -> QuerySpec:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import bibtexparser
 
+from assistant.errors import AssistantError
 from assistant.textfile import (
     BinaryFileError,
     TextFormat,
@@ -31,7 +32,7 @@ from assistant.textfile import (
 log = logging.getLogger(__name__)
 
 
-class BibFileError(RuntimeError):
+class BibFileError(AssistantError, RuntimeError):
     """The .bib file or the entry cannot be handled safely (message names file and line)."""
 
 
@@ -155,8 +156,32 @@ def _rename_entry(entry_text: str, old: str, new: str) -> str:
     )
 
 
+@dataclass
+class BibChange:
+    """A planned addition to a ``.bib`` file (see :func:`plan_append`); nothing written yet.
+
+    ``addition`` is empty when the entry is already there (``status`` duplicate-*)."""
+
+    status: str
+    key: str
+    path: Path
+    addition: str = ""
+    old_bytes: bytes = b""
+    fmt: TextFormat = field(default_factory=TextFormat)
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.addition)
+
+
 def append_entry(path: Path | str, entry_text: str) -> AppendResult:
     """Append one BibTeX entry to ``path`` (created if missing) unless it is already there."""
+    return apply_bib_change(plan_append(path, entry_text))
+
+
+def plan_append(path: Path | str, entry_text: str) -> BibChange:
+    """What appending one BibTeX entry to ``path`` would do: the key to cite and the text to add
+    (validated: every old entry survives). Raises ``BibFileError``; writes nothing."""
     path = Path(path)
     new_entries, errors = parse_entries(entry_text, "<new entry>")
     if len(new_entries) != 1 or errors:
@@ -188,7 +213,7 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         )
         if same_paper or dup.key.lower() != new.key.lower():
             status = "duplicate-doi" if (new.doi and dup.doi == new.doi) else "duplicate-key"
-            return AppendResult(status, dup.key, path)
+            return BibChange(status, dup.key, path)
         # same key, different paper: keep both, the new one under a free key
         taken = {e.key.lower() for e in old_entries}
         suffix = 1
@@ -219,6 +244,15 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
             f"(entries before {len(old_entries)}, after {len(check)}); an unclosed entry near the end "
             "of the file? The file was left unchanged."
         )
+    return BibChange(status, key, path, addition, old_bytes, fmt)
+
+
+def apply_bib_change(change: BibChange) -> AppendResult:
+    """Write a planned addition (a ``.bak`` copy of the old file first); the old bytes stay as
+    they were. A duplicate writes nothing."""
+    path, key, status = change.path, change.key, change.status
+    if not change.writes:
+        return AppendResult(status, key, path)
     backup = None
     if path.exists():
         backup = path.with_name(path.name + ".bak")
@@ -226,7 +260,11 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
     # the old bytes stay as they were
-    write_atomic(path, old_bytes + encode_text(addition, fmt, whole_file=not old_bytes))
+    write_atomic(
+        path,
+        change.old_bytes
+        + encode_text(change.addition, change.fmt, whole_file=not change.old_bytes),
+    )
     log.info("added %s to %s", key, path)
     return AppendResult(status, key, path, backup)
 

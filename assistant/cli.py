@@ -154,6 +154,7 @@ def bench_group() -> None:
         "reranker": "assistant.training.commands:train_reranker",
         "encoder": "assistant.training.commands:train_encoder",
         "intent": "assistant.training.intent:train_intent",
+        "paper-intent": "assistant.training.paper_intent:train_paper_intent",
     },
 )
 def train_group() -> None:

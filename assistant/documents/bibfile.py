@@ -161,6 +161,18 @@ def _rename_entry(entry_text: str, old: str, new: str) -> str:
     )
 
 
+def appended_text(old_text: str, entry_text: str) -> str:
+    """What appending ``entry_text`` to a .bib holding ``old_text`` adds: one blank line between
+    entries, a final newline (also used by editors' workspace edits, so both look the same)."""
+    if not old_text.strip() or old_text.endswith("\n\n"):
+        sep = ""
+    elif old_text.endswith("\n"):
+        sep = "\n"
+    else:
+        sep = "\n\n"
+    return sep + entry_text.strip() + "\n"
+
+
 @dataclass
 class BibChange:
     """A planned addition to a ``.bib`` file (see :func:`plan_append`); nothing written yet.
@@ -227,13 +239,7 @@ def plan_append(path: Path | str, entry_text: str) -> BibChange:
         key, status = f"{new.key}-{suffix}", "renamed"
         entry_text = _rename_entry(entry_text, new.key, key)
 
-    if not old_text.strip() or old_text.endswith("\n\n"):
-        sep = ""
-    elif old_text.endswith("\n"):
-        sep = "\n"
-    else:
-        sep = "\n\n"
-    addition = sep + entry_text.strip() + "\n"
+    addition = appended_text(old_text, entry_text)
     new_text = old_text + addition
 
     # Validate before touching the file: every old entry survives and the new one parses.

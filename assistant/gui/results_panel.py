@@ -145,7 +145,8 @@ def paper_intent(rec, shared: bool = False) -> tuple[str, float | None, bool, st
         uncertain, why = True, f"confidence {conf:.0%} is low"
     else:
         uncertain, why = False, "this paper's citation profile in this context"
-    detail = _probs_text(probs)
+    evidence = getattr(rec, "intent_evidence", None)
+    detail = evidence or _probs_text(probs)
     return intent, conf, uncertain, why + (f" ({detail})" if detail else "")
 
 

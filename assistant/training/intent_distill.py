@@ -53,11 +53,12 @@ def dump_teacher_logits(cfg, checkpoint: Path, out_path: Path, progress=print) -
     import torch
     from transformers import AutoTokenizer
 
+    from assistant.training.common import safe_torch_load
     from assistant.training.intent import _build_model, predict_logits, training_examples
 
     torch.set_num_threads(cfg.threads)
     model, base_path = _build_model(cfg)
-    ck = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    ck = safe_torch_load(checkpoint)
     model.load_state_dict(ck.get("model", ck))
     tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
     texts = [e.text for e in training_examples(cfg)]

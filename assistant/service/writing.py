@@ -17,7 +17,6 @@ from assistant.documents.manuscript import (
     find_missing_citations,
 )
 from assistant.documents.model import Document
-from assistant.documents.pdf import parse_pdf
 from assistant.library.models import Paper
 from assistant.retrieval.query import Query
 from assistant.service.engine import Service
@@ -120,6 +119,8 @@ def read_manuscript(path: Path | str, fmt: str = "auto", time_limit_s: float = 2
     """Parse a PDF, LaTeX, Markdown or text manuscript (``DocumentError`` names the problem)."""
     path = Path(path)
     if fmt == "pdf" or (fmt == "auto" and path.suffix.lower() == ".pdf"):
+        from assistant.documents.pdf import parse_pdf  # PyMuPDF takes ~2 s to import: on use
+
         return parse_pdf(path, time_limit_s=time_limit_s)
     return parse_draft(path, None if fmt == "auto" else fmt)
 

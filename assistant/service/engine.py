@@ -196,6 +196,7 @@ class Service:
         """Whether a committed index is open for recommending."""
         return self._snapshot is not None
 
+    @property
     def recommender(self) -> Recommender:
         """The recommender over the last committed index (opened on first use)."""
         return self._current().recommender
@@ -236,10 +237,13 @@ class Service:
         if self.library.count() == 0:
             return
         snapshot = self._open_snapshot(self.load_encoder())
-        snapshot.recommender.recommend(  # load the lazy stages (reranker, intent model) now
-            "citation recommendation warm-up query",
-            config=replace(snapshot.recommender.config, k=1),
-        )
+        try:  # load the lazy stages (reranker, intent model) now, not on the user's first request
+            snapshot.recommender.recommend(
+                "citation recommendation warm-up query",
+                config=replace(snapshot.recommender.config, k=1),
+            )
+        except Exception as exc:  # the first real request reports it properly
+            log.warning("warm-up query failed: %s", exc)
         self._snapshot = snapshot
 
     def prepare(

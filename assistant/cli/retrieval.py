@@ -285,6 +285,8 @@ def result_to_dict(result, bibtex: bool = False) -> dict:
                 "intent": it.intent,
                 "intent_confidence": it.intent_confidence,
                 "intent_probs": it.intent_probs,
+                "intent_uncertain": it.intent_uncertain,
+                "intent_evidence": it.intent_evidence,
                 **({"bibtex": paper_to_bibtex(it.paper)} if bibtex else {}),
             }
             for rank, it in enumerate(result.items, start=1)

@@ -60,6 +60,10 @@ class RootGroup(LazyGroup):
     cancelled job ends with ``Cancelled`` (exit 130)."""
 
     def invoke(self, ctx: click.Context):
+        import sqlite3
+
+        from assistant.library.schema import sqlite_error
+
         try:
             return super().invoke(ctx)
         except AssistantError as exc:
@@ -69,6 +73,10 @@ class RootGroup(LazyGroup):
             self._log_traceback(ctx)
             click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
             ctx.exit(130)
+        except sqlite3.OperationalError as exc:  # locked / read-only / full outside an open
+            self._log_traceback(ctx)
+            path = (ctx.obj or {}).get("db_path") or "library"
+            raise click.ClickException(str(sqlite_error(exc, path))) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):
                 raise  # click handles a closed pipe (`... | head`) itself
@@ -84,12 +92,13 @@ class RootGroup(LazyGroup):
 @click.group(
     cls=RootGroup,
     lazy_subcommands={
-        "library": "assistant.library.commands:library",
-        "models": "assistant.inference.commands:models",
-        "index": "assistant.retrieval.commands:index",
-        "recommend": "assistant.retrieval.commands:recommend",
-        "intent": "assistant.inference.intent_commands:intent",
-        "manuscript": "assistant.documents.commands:manuscript",
+        "library": "assistant.cli.library:library",
+        "models": "assistant.cli.models:models",
+        "index": "assistant.cli.retrieval:index",
+        "recommend": "assistant.cli.retrieval:recommend",
+        "intent": "assistant.cli.intent:intent",
+        "manuscript": "assistant.cli.manuscript:manuscript",
+        "lsp": "assistant.cli.lsp:lsp",
         "eval": "assistant.cli:eval_group",
         "bench": "assistant.cli:bench_group",
         "train": "assistant.cli:train_group",
@@ -142,9 +151,10 @@ def bench_group() -> None:
     "train",
     cls=LazyGroup,
     lazy_subcommands={
-        "reranker": "assistant.training.commands:train_reranker",
-        "encoder": "assistant.training.commands:train_encoder",
+        "reranker": "assistant.cli.train:train_reranker",
+        "encoder": "assistant.cli.train:train_encoder",
         "intent": "assistant.training.intent:train_intent",
+        "paper-intent": "assistant.training.paper_intent:train_paper_intent",
     },
 )
 def train_group() -> None:

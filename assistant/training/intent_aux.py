@@ -25,6 +25,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from assistant.errors import AssistantError
 from assistant.inference.intent import CITATION_TOKEN, LABELS, normalize_context
 
 #: citectx 6-class id -> SciCite label (documented above and in the model card)
@@ -55,7 +56,7 @@ class CitePair:
     source: str = ""  # file:line
 
 
-class AuxDataError(ValueError):
+class AuxDataError(AssistantError, ValueError):
     """A citectx row cannot be read (names file, line and field)."""
 
 

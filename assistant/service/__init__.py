@@ -49,10 +49,12 @@ from assistant.service.writing import (
     CitationInsert,
     ManuscriptAnalysis,
     analyse_manuscript,
+    pdf_exclusions,
     plan_citation,
     query_for_selection,
     query_for_text,
     read_manuscript,
+    write_pending_entries,
 )
 
 __all__ = [
@@ -90,6 +92,7 @@ __all__ = [
     "open_library",
     "paper_bibtex",
     "parse_intent_preference",
+    "pdf_exclusions",
     "plan_citation",
     "query_for_selection",
     "query_for_text",
@@ -99,4 +102,5 @@ __all__ = [
     "resolve_reranker",
     "strip_citation_markers",
     "textops",
+    "write_pending_entries",
 ]

@@ -221,6 +221,21 @@ class Service:
                 ids.append(paper.id)
         return tuple(ids)
 
+    def index_stale(self) -> bool:
+        """Papers were added or removed since the index in use was built."""
+        return self._snapshot is not None and self.library.count() != self._embedded
+
+    def import_outcome(self, papers_before: int) -> str:
+        """After a cancelled import: what actually happened, in one sentence."""
+        after = self.library.count()
+        if after == papers_before:
+            return "Import cancelled: rolled back, the library is unchanged"
+        stale = " — the index is stale" if self.index_stale() else ""
+        return (
+            f"Import committed ({after - papers_before:+d} papers, {after} in all) "
+            f"before Cancel; indexing was cancelled{stale}"
+        )
+
     def status(self) -> IndexStatus:
         status = IndexStatus(
             papers=self.reader().count(), embedded=self._embedded, ready=self.ready

@@ -8,7 +8,7 @@ SAMPLE_HOME ?= $(CURDIR)/.sample-home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run demo test test-slow lint reliability mpnet gui-deps clean
+.PHONY: install run demo test test-slow lint reliability mpnet gui-deps gui-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ gui-deps:
 	  apt-get update -qq && apt-get install -y -qq xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-image0 \
 	    libxcb-render-util0 libxcb-xinerama0 libxcb-randr0 libxcb-shape0 libxcb-cursor0 \
 	    libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 >/dev/null; fi
+
+# Real-window check: the app under Xvfb on the sample, select -> Recommend -> Insert -> Undo,
+# screenshots to docs/screenshots/ (installs Xvfb itself when missing).
+gui-check: install
+	PYTHON=$(BIN)/python tools/gui_check.sh
 
 # The main job: build models, import + index the bundled sample library, open the app on the
 # sample draft. Without a display it prints the same recommendations headless (HEADLESS=1 forces it).

@@ -159,10 +159,10 @@ def test_sentence_and_query_modes():
 
 
 def test_citation_edit_cursor_selection_slot_and_existing():
-    # cursor in a word-final position: LaTeX gets a non-breaking space
+    # caret only: the citation goes to the sentence end before the period (LaTeX: ~)
     pos = TEX.index(", e.g.")
     out = textops.apply_edit(TEX, textops.citation_edit(TEX, pos, pos, "k1", textops.LATEX))
-    assert "separately~\\cite{k1}, e.g." in out
+    assert "with BERT~\\cite{k1}. BM25" in out
     # selection: inserted before the sentence's final period
     start, end = 0, TEX.index("BERT.") + len("BERT.")
     out = textops.apply_edit(TEX, textops.citation_edit(TEX, start, end, "k1", textops.LATEX))

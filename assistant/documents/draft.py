@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from assistant.documents.markers import delatex as _delatex
 from assistant.documents.markers import find_markers, resolve_markers
 from assistant.documents.model import Document, DocumentError, Paragraph, Section, Sentence
 from assistant.documents.references import LABEL_RE, parse_reference
@@ -127,29 +128,6 @@ def _latex_mask(text: str) -> tuple[str, dict]:
     ):
         _mask(chars, m.start(), m.end())
     return "".join(chars), meta
-
-
-def _delatex(s: str) -> str:
-    """Readable text from a LaTeX fragment (for titles, abstracts, and the claim scorer)."""
-    s = re.sub(r"(?<!\\)%[^\n]*", "", s)
-    s = re.sub(
-        r"\\(?:emph|textbf|textit|texttt|textsc|underline|mbox|text|url|href\{[^}]*\})\s*\{([^{}]*)\}",
-        r"\1",
-        s,
-    )
-    s = re.sub(r"\\(?:ref|eqref|cref|Cref|autoref)\{[^}]*\}", "1", s)
-    s = re.sub(r"\\(?:label|footnote)\{[^{}]*\}", "", s)
-    s = re.sub(r"\$[^$]*\$", "x", s)
-    s = (
-        s.replace("~", " ")
-        .replace("\\&", "&")
-        .replace("\\%", "%")
-        .replace("``", '"')
-        .replace("''", '"')
-    )
-    s = re.sub(r"\\[a-zA-Z]+\*?", "", s)
-    s = s.replace("{", "").replace("}", "").replace("\\", "")
-    return re.sub(r"\s+", " ", s).strip()
 
 
 def _markdown_mask(text: str) -> tuple[str, dict]:

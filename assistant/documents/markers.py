@@ -174,3 +174,45 @@ def strip_markers(text: str, markers: list[CitationMarker]) -> str:
     s = re.sub(r"\(\s*\)|\[\s*\]", "", s)
     s = re.sub(r"\s+([.,;:])", r"\1", s)
     return re.sub(r"\s{2,}", " ", s).strip()
+
+
+_LATEX_DROP_RE = re.compile(
+    r"\\(?:part|chapter|section|subsection|subsubsection|paragraph|subparagraph|caption|title|"
+    r"author|date|label|bibliography|bibliographystyle|addbibresource|usepackage|documentclass|"
+    r"begin|end|input|include|includegraphics|vspace|hspace|newcommand|renewcommand)\*?"
+    r"(?:\s*\[[^\]]*\])*(?:\s*\{(?:[^{}]|\{[^{}]*\})*\})?"
+)
+
+
+def strip_latex(text: str) -> str:
+    """Prose of a LaTeX fragment for a query: citation markers, sectioning/structure commands
+    with their arguments (``\\section{Method}``, ``\\begin{itemize}``, ``\\label{..}``),
+    comments and math removed, formatting commands reduced to their text."""
+    text = re.sub(r"(?<!\\)%[^\n]*", "", text or "")
+    text = LATEX_CITE_RE.sub("", text)
+    text = _LATEX_DROP_RE.sub(" ", text)
+    text = delatex(text)
+    return re.sub(r"\s+([.,;:])", r"\1", text).strip()
+
+
+def delatex(s: str) -> str:
+    """Readable text from a LaTeX fragment (for titles, abstracts, and the claim scorer)."""
+    s = re.sub(r"(?<!\\)%[^\n]*", "", s)
+    s = re.sub(
+        r"\\(?:emph|textbf|textit|texttt|textsc|underline|mbox|text|url|href\{[^}]*\})\s*\{([^{}]*)\}",
+        r"\1",
+        s,
+    )
+    s = re.sub(r"\\(?:ref|eqref|cref|Cref|autoref)\{[^}]*\}", "1", s)
+    s = re.sub(r"\\(?:label|footnote)\{[^{}]*\}", "", s)
+    s = re.sub(r"\$[^$]*\$", "x", s)
+    s = (
+        s.replace("~", " ")
+        .replace("\\&", "&")
+        .replace("\\%", "%")
+        .replace("``", '"')
+        .replace("''", '"')
+    )
+    s = re.sub(r"\\[a-zA-Z]+\*?", "", s)
+    s = s.replace("{", "").replace("}", "").replace("\\", "")
+    return re.sub(r"\s+", " ", s).strip()

@@ -8,14 +8,16 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
+from assistant.gui.flagged import count_text
 from assistant.gui.settings import bib_for_manuscript, remember_bib
 from assistant.service import (
     ProgressEvent,
     analyse_manuscript,
-    apply_bib_change,
+    pdf_exclusions,
     plan_citation,
     read_manuscript,
     textops,
+    write_pending_entries,
 )
 from assistant.textfile import (
     BinaryFileError,
@@ -79,6 +81,16 @@ def missing_marks(text: str, missing) -> list[MarginMark]:
     return marks
 
 
+def _relative_name(bib: Path, manuscript: Path | None) -> str:
+    """How the manuscript names its .bib (relative to the manuscript's folder when it can)."""
+    if manuscript is not None:
+        try:
+            return str(Path(bib).resolve().relative_to(Path(manuscript).resolve().parent))
+        except ValueError:
+            pass
+    return str(bib)
+
+
 class DocumentOps:
     """Mixed into ``MainWindow`` (needs ``tabs``, ``runner``, ``engine``, ``show_error``, ``set_status``)."""
 
@@ -94,6 +106,7 @@ class DocumentOps:
 
     def _add_tab(self, editor: ManuscriptEditor, state: DocumentState) -> ManuscriptEditor:
         editor.state = state
+        editor.marks_changed.connect(lambda _n, e=editor: self.show_flagged(e))
         editor.document().modificationChanged.connect(
             lambda _m, e=editor: self._update_tab_title(e)
         )
@@ -198,7 +211,13 @@ class DocumentOps:
         editor.state.text_format = fmt
         editor.document().setModified(False)
         self._update_tab_title(editor)
-        self.set_status(f"Saved {path}")
+        added = self.write_pending_bib(editor)
+        bib_note = (
+            f"; {len(added)} entr{'y' if len(added) == 1 else 'ies'} added to {editor.state.bib_path.name}"
+            if added
+            else ""
+        )
+        self.set_status(f"Saved {path}{bib_note}")
         if lost:
             chars = " ".join(lost[:10])
             self.show_error(
@@ -271,7 +290,12 @@ class DocumentOps:
 
     # --- insert / copy ------------------------------------------------------------------------
     def insert_recommendation(self, rec) -> bool:
-        """Insert the citation at the cursor/slot and add the entry to the manuscript's .bib file."""
+        """Insert the citation (one undo step) and queue its .bib entry for the next save.
+
+        The .bib file is written when the manuscript is saved, with the entries of the
+        citations still in the text then: undoing an Insert so also drops its entry, and
+        nothing touches the .bib before the draft itself is saved.
+        """
         editor, state = self.current_editor(), self.current_state()
         paper = rec.paper
         if state.read_only:
@@ -284,19 +308,55 @@ class DocumentOps:
             return False
         start, end = editor.selection_range()
         try:
+            settings = getattr(self, "settings", None)
             plan = plan_citation(
-                self.engine, paper, editor.toPlainText(), start, end, state.style, bib
+                self.engine,
+                rec.paper,
+                editor.toPlainText(),
+                start,
+                end,
+                state.style,
+                bib,
+                command=getattr(settings, "cite_command", "\\cite"),
+                markdown_form=getattr(settings, "markdown_cite", textops.PANDOC_MERGED),
+                pending=list(state.pending_bib),
             )
-            result = apply_bib_change(plan.bib)
         except Exception as exc:
             self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
             return False
-        editor.apply_edit(plan.edit)
-        verb = {"added": "added to", "renamed": "added (renamed) to"}.get(
-            result.status, "already in"
-        )
-        self.set_status(f"Cited {result.key}; entry {verb} {bib.name}")
+        key = plan.key
+        if plan.bib.writes and key not in state.pending_bib:
+            state.pending_bib[key] = self.engine.paper_bibtex(paper)
+        text = editor.toPlainText()
+        edits = [plan.edit]
+        if state.style == textops.MARKDOWN:
+            front = textops.front_matter_edit(text, _relative_name(bib, state.path))
+            if front is not None:
+                edits.append(front)
+        editor.apply_edits(edits)
+        editor.setFocus()  # Ctrl+Z right after a click on Insert undoes it
+        if plan.bib.writes:
+            where = f"{bib.name} gets its entry when you save the manuscript"
+        else:
+            where = f"entry already in {bib.name}"
+        self.set_status(f"Cited {key}; {where} (Ctrl+Z undoes both)")
         return True
+
+    def write_pending_bib(self, editor: ManuscriptEditor) -> list[str]:
+        """Append the queued entries still cited in the manuscript to its .bib; returns their keys."""
+        state = editor.state
+        if not state.pending_bib or state.bib_path is None:
+            state.pending_bib.clear()
+            return []
+        try:
+            written = write_pending_entries(
+                state.bib_path, state.pending_bib, editor.toPlainText(), state.style
+            )
+        except Exception as exc:
+            self.show_error("Cannot update the bibliography", f"{state.bib_path}: {exc}")
+            return []
+        state.pending_bib.clear()
+        return written
 
     def copy_bibtex(self, rec) -> str:
         text = self.engine.paper_bibtex(rec.paper)
@@ -322,16 +382,20 @@ class DocumentOps:
         def job(progress, cancelled):
             progress(ProgressEvent(0, None, "pdf", f"Reading {path.name}…"))
             doc = read_manuscript(path, "pdf")
+            try:
+                self_ids, cited_ids = pdf_exclusions(self.engine, doc)
+            except Exception:  # linking helps; never a reason to lose the PDF
+                self_ids, cited_ids = (), ()
             progress(
                 ProgressEvent(0, None, "analyse", "Looking for sentences that need a citation…")
             )
             analysis = analyse_manuscript(
                 self.engine, doc, k=3, recommend=self.engine.ready, link=False, cancelled=cancelled
             )
-            return doc, analysis.missing
+            return doc, analysis.missing, self_ids, cited_ids
 
         def done(payload) -> None:
-            doc, missing = payload
+            doc, missing, self_ids, cited_ids = payload
             text = document_text(doc)
             editor = ManuscriptEditor(style=textops.NUMERIC)
             editor.setPlainText(text)
@@ -343,16 +407,18 @@ class DocumentOps:
                 title=doc.title,
                 abstract=doc.abstract,
                 read_only=True,
-                extras={"pdf": str(path)},
+                extras={"pdf": str(path), "doc": doc, "self_ids": self_ids, "cited_ids": cited_ids},
             )
             self._add_tab(editor, state)
             self.tabs.setTabText(self.tabs.indexOf(editor), f"{path.name} (PDF)")
             editor.set_marks(missing_marks(text, missing))
+            self.show_flagged(editor)
             editor.mark_clicked.connect(lambda _mark: self.recommend())
             warn = f" — {len(doc.warnings)} warning(s)" if doc.warnings else ""
             self.set_status(
                 f"{path.name}: {sum(1 for _ in doc.sentences())} sentences, "
-                f"{len(doc.citing_sentences())} with citations, {len(missing)} may need one{warn}"
+                f"{len(doc.citing_sentences())} with citations; {count_text(len(editor.marks))}"
+                f"{warn}"
             )
 
         def failed(message, trace) -> None:
@@ -372,17 +438,19 @@ class DocumentOps:
         editor = editor or self.current_editor()
         state = editor.state
         text = editor.toPlainText()
+        pdf_doc = state.extras.get("doc")  # a PDF tab: the same analysis as on load, same count
 
         def job(progress, cancelled):
+            if pdf_doc is not None:  # a PDF tab: the same analysis as on load, same count
+                return analyse_manuscript(None, pdf_doc, cancelled=cancelled).missing
             return analyse_manuscript(None, text, fmt=state.style, cancelled=cancelled).missing
 
         def done(missing) -> None:
             if editor.toPlainText() != text:
                 return  # edited meanwhile: offsets are stale
             editor.set_marks(missing_marks(text, missing))
-            self.set_status(
-                f"{len(missing)} sentence(s) may need a citation (orange marks in the margin)"
-            )
+            self.show_flagged(editor)
+            self.set_status(count_text(len(editor.marks)))
 
         return self.runner.submit(
             "analyse",

@@ -20,7 +20,9 @@ from assistant.library.models import ImportReport, Paper
 from assistant.library.schema import LibraryOpenError
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent
+from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
+from assistant.retrieval.intent_stage import parse_intent_preference
 from assistant.retrieval.pipeline import (
     PipelineConfig,
     Recommendation,
@@ -47,13 +49,16 @@ from assistant.service.writing import (
     CitationInsert,
     ManuscriptAnalysis,
     analyse_manuscript,
+    pdf_exclusions,
     plan_citation,
     query_for_selection,
     query_for_text,
     read_manuscript,
+    write_pending_entries,
 )
 
 __all__ = [
+    "INDEX_KINDS",
     "MODES",
     "AppendResult",
     "AssistantError",
@@ -86,6 +91,8 @@ __all__ = [
     "detect_mode",
     "open_library",
     "paper_bibtex",
+    "parse_intent_preference",
+    "pdf_exclusions",
     "plan_citation",
     "query_for_selection",
     "query_for_text",
@@ -95,4 +102,5 @@ __all__ = [
     "resolve_reranker",
     "strip_citation_markers",
     "textops",
+    "write_pending_entries",
 ]

@@ -3,12 +3,18 @@ insert (as data the GUI applies), and the analysis of a manuscript. No Qt, no cl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.documents import textops
-from assistant.documents.bibfile import BibChange, entry_number, plan_append, read_bib
+from assistant.documents.bibfile import (
+    BibChange,
+    apply_bib_change,
+    entry_number,
+    plan_append,
+    read_bib,
+)
 from assistant.documents.draft import parse_draft
 from assistant.documents.linking import link_references
 from assistant.documents.manuscript import (
@@ -16,8 +22,8 @@ from assistant.documents.manuscript import (
     MissingCitation,
     find_missing_citations,
 )
+from assistant.documents.markers import strip_latex
 from assistant.documents.model import Document
-from assistant.documents.pdf import parse_pdf
 from assistant.library.models import Paper
 from assistant.retrieval.query import Query
 from assistant.service.engine import Service
@@ -59,6 +65,9 @@ def query_for_selection(
     if spec.mode == "local":  # the neighbouring sentences of the paragraph
         context = (document[p_start : spec.start] + " " + document[spec.end : p_end]).strip()
     text = spec.text if spec.mode != "global" or not (title or abstract) else ""
+    if style == textops.LATEX:  # \section{Method}, \begin{itemize}, \label{..}: not prose
+        text = strip_latex(text)
+        context = strip_latex(context) if context else context
     query = Query(
         text=text,
         mode=spec.mode,
@@ -90,6 +99,9 @@ def plan_citation(
     sel_end: int,
     style: str,
     bib_path: Path,
+    command: str = "\\cite",
+    markdown_form: str = textops.PANDOC_MERGED,
+    pending: Sequence[str] = (),
 ) -> CitationInsert:
     """How to cite ``paper`` at the selection: its entry for ``bib_path`` (deduplicated by
     key/DOI, renamed on a clash) and the marker edit. Nothing is written.
@@ -100,10 +112,50 @@ def plan_citation(
     number = None
     if style == textops.NUMERIC:
         number = entry_number(bib_path, change.key) if bib_path.exists() else None
-        if number is None:  # appended: one past the file's entries
-            number = len(read_bib(bib_path)) + 1 if bib_path.exists() else 1
-    edit = textops.citation_edit(document, sel_start, sel_end, change.key, style, number)
+        if number is None:  # appended after the file's entries and the ones queued before it
+            queued = list(pending)
+            at = queued.index(change.key) if change.key in queued else len(queued)
+            number = (len(read_bib(bib_path)) if bib_path.exists() else 0) + at + 1
+    edit = textops.citation_edit(
+        document,
+        sel_start,
+        sel_end,
+        change.key,
+        style,
+        number,
+        command=command,
+        markdown_form=markdown_form,
+    )
     return CitationInsert(change.key, edit, change)
+
+
+def write_pending_entries(
+    bib_path: Path, pending: dict[str, str], document: str, style: str
+) -> list[str]:
+    """On save: append the queued entries (``key -> BibTeX``) whose keys the manuscript still
+    cites; returns the keys written (an undone Insert leaves its entry out)."""
+    cited = {k for span in textops.citation_spans(document, style) for k in span.keys}
+    if style == textops.NUMERIC:
+        existing = len(read_bib(bib_path)) if bib_path.exists() else 0
+        numbers = {key: str(existing + i) for i, key in enumerate(pending, start=1)}
+        cited = {key for key, n in numbers.items() if n in cited}
+    written = []
+    for key, entry in pending.items():
+        if key in cited:
+            apply_bib_change(plan_append(bib_path, entry))
+            written.append(key)
+    return written
+
+
+def pdf_exclusions(service: Service, doc: Document) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Library ids of a manuscript PDF itself (never recommended to it) and of the papers its
+    reference list cites (hidden by "Hide cited"); links the references on the way."""
+    reader = service.reader()
+    self_ids = tuple(reader.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
+    if doc.references and any(r.paper_id is None for r in doc.references):
+        link_references(doc.references, reader)
+    cited = tuple(dict.fromkeys(r.paper_id for r in doc.references if r.paper_id is not None))
+    return self_ids, cited
 
 
 # --- manuscripts -----------------------------------------------------------------------------
@@ -116,11 +168,16 @@ class ManuscriptAnalysis:
     notes: list[str] = field(default_factory=list)
 
 
-def read_manuscript(path: Path | str, fmt: str = "auto", time_limit_s: float = 20.0) -> Document:
-    """Parse a PDF, LaTeX, Markdown or text manuscript (``DocumentError`` names the problem)."""
+def read_manuscript(
+    path: Path | str, fmt: str = "auto", time_limit_s: float | None = None
+) -> Document:
+    """Parse a PDF, LaTeX, Markdown or text manuscript (``DocumentError`` names the problem);
+    ``time_limit_s`` caps PDF parsing (default: the PDF reader's)."""
     path = Path(path)
     if fmt == "pdf" or (fmt == "auto" and path.suffix.lower() == ".pdf"):
-        return parse_pdf(path, time_limit_s=time_limit_s)
+        from assistant.documents.pdf import parse_pdf  # PyMuPDF takes ~2 s to import: on use
+
+        return parse_pdf(path) if time_limit_s is None else parse_pdf(path, time_limit_s)
     return parse_draft(path, None if fmt == "auto" else fmt)
 
 
@@ -146,7 +203,7 @@ def analyse_manuscript(
             link_references(doc.references, service.reader())
         if recommend:
             try:
-                recommender = service.recommender()
+                recommender = service.recommender
             except Exception as exc:  # missing index / models: explain, keep going
                 notes.append(f"no recommendations: recommender unavailable: {exc}")
     missing = find_missing_citations(

@@ -56,7 +56,7 @@ class CitePair:
     source: str = ""  # file:line
 
 
-class AuxDataError(AssistantError):
+class AuxDataError(AssistantError, ValueError):
     """A citectx row cannot be read (names file, line and field)."""
 
 

@@ -23,7 +23,6 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import click
 import numpy as np
 
 from assistant.inference.intent import LABELS
@@ -240,27 +239,3 @@ def build(intent_model: str | None, out_dir: Path, progress=print) -> dict:
     (out_dir / PROFILE_FILE).write_text(json.dumps(spec), encoding="utf-8")
     progress(f"wrote {out_dir / PROFILE_FILE}")
     return metrics
-
-
-@click.command("paper-intent")
-@click.option(
-    "--intent-model",
-    default=None,
-    help="Sentence-intent model folder whose probabilities are combined (default: shipped).",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Folder for paper_profile.json (default: the intent model's folder).",
-)
-def train_paper_intent(intent_model, out_dir) -> None:
-    """Train the paper-profile model on citectx and fit per-paper intent on held-out pairs."""
-    from assistant.inference.intent import resolve_model_dir
-
-    target = Path(out_dir) if out_dir else resolve_model_dir(intent_model)
-    if not citectx_dir().is_dir():
-        raise click.ClickException(f"{citectx_dir()} not found (set ASSISTANT_SHARED_DATA)")
-    metrics = build(intent_model, target, lambda m: click.echo(m, err=True))
-    click.echo(json.dumps(metrics, indent=2))

@@ -154,7 +154,7 @@ def bench_group() -> None:
         "reranker": "assistant.cli.train:train_reranker",
         "encoder": "assistant.cli.train:train_encoder",
         "intent": "assistant.training.intent:train_intent",
-        "paper-intent": "assistant.training.paper_intent:train_paper_intent",
+        "paper-intent": "assistant.cli.train:train_paper_intent",
     },
 )
 def train_group() -> None:

@@ -1,7 +1,8 @@
-"""``assistant train reranker`` and ``assistant train encoder`` (click)."""
+"""``assistant train reranker``, ``encoder`` and ``paper-intent`` (click)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -250,3 +251,31 @@ def train_encoder(
     opts.resume = not no_resume
     opts.reindex = not no_reindex
     _train_on_library(ctx, db_path, "encoder", opts)
+
+
+@click.command("paper-intent")
+@click.option(
+    "--intent-model",
+    default=None,
+    help="Sentence-intent model folder whose probabilities are combined (default: shipped).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder for paper_profile.json (default: the intent model's folder).",
+)
+def train_paper_intent(intent_model, out_dir) -> None:
+    """Train the paper-profile model on citectx and fit per-paper intent on held-out pairs."""
+    from pathlib import Path
+
+    from assistant.inference.intent import resolve_model_dir
+    from assistant.training.intent_aux import citectx_dir
+    from assistant.training.paper_intent import build
+
+    target = Path(out_dir) if out_dir else resolve_model_dir(intent_model)
+    if not citectx_dir().is_dir():
+        raise click.ClickException(f"{citectx_dir()} not found (set ASSISTANT_SHARED_DATA)")
+    metrics = build(intent_model, target, lambda m: click.echo(m, err=True))
+    click.echo(json.dumps(metrics, indent=2))

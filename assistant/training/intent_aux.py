@@ -25,6 +25,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from assistant.errors import AssistantError
 from assistant.inference.intent import CITATION_TOKEN, LABELS, normalize_context
 
 #: citectx 6-class id -> SciCite label (documented above and in the model card)
@@ -55,7 +56,7 @@ class CitePair:
     source: str = ""  # file:line
 
 
-class AuxDataError(ValueError):
+class AuxDataError(AssistantError, ValueError):
     """A citectx row cannot be read (names file, line and field)."""
 
 
@@ -88,11 +89,11 @@ def load_citectx(path: str | Path, limit: int | None = None) -> list[CitePair]:
             fine = int(float(value))
         except ValueError:
             raise AuxDataError(
-                f"{path}:{lineno}: field 'citation_class_label' must be 0..5, got {value!r}"
+                f"field 'citation_class_label' must be 0..5, got {value!r}", file=path, line=lineno
             ) from None
         if fine not in CITECTX_TO_SCICITE:
             raise AuxDataError(
-                f"{path}:{lineno}: field 'citation_class_label' out of range: {fine}"
+                f"field 'citation_class_label' out of range: {fine}", file=path, line=lineno
             )
         abstract = row.get("cited_abstract") or row.get("cited_abstract_auto") or ""
         out.append(
@@ -109,7 +110,7 @@ def load_citectx(path: str | Path, limit: int | None = None) -> list[CitePair]:
         if limit and len(out) >= limit:
             break
     if not out:
-        raise AuxDataError(f"{path}: no usable rows")
+        raise AuxDataError("no usable rows", file=path)
     return out
 
 

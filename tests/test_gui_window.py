@@ -397,7 +397,7 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
     assert win.settings.encoder == "adapted-gui-test"
     assert "Adapted encoder 'adapted-gui-test'" in win.status_label.text()
     result = win.engine.recommend("neural ranking models for ad hoc retrieval")
-    assert result.items and win.engine.recommender().encoder.fingerprint == meta["fingerprint"]
+    assert result.items and win.engine.recommender.encoder.fingerprint == meta["fingerprint"]
 
 
 def test_open_and_save_keep_the_files_encoding_and_line_endings(window, qtbot, tmp_path):

@@ -13,11 +13,13 @@ import logging
 import click
 
 from assistant import __version__
+from assistant.errors import AssistantError, Cancelled
 from assistant.logs import configure_logging
 
 
 class LazyGroup(click.Group):
-    """A click group whose sub-commands are imported on first use.
+    """A click group whose sub-commands are imported on first use (the product's one plugin
+    loader: ``importlib.import_module`` on the ``module:attribute`` names listed below).
 
     ``lazy_subcommands`` maps a command name to ``"module.path:attribute"``.
     """
@@ -52,13 +54,14 @@ class LazyGroup(click.Group):
 
 
 class RootGroup(LazyGroup):
-    """The top-level group: a library file that cannot be opened, or a file the command cannot read
-    or write, ends with ``Error: <file>: <why>`` (exit 1) instead of a traceback (``-v`` keeps it)."""
+    """The top-level group: any :class:`~assistant.errors.AssistantError` (a library that cannot
+    be opened, a missing model or index, a bad file...) or a file the command cannot read or write
+    ends with ``Error: <file>: <why>`` (exit 1) instead of a traceback (``-v`` logs it); a
+    cancelled job ends with ``Cancelled`` (exit 130)."""
 
     def invoke(self, ctx: click.Context):
         import sqlite3
 
-        from assistant.errors import AssistantError
         from assistant.library.schema import sqlite_error
 
         try:
@@ -66,6 +69,10 @@ class RootGroup(LazyGroup):
         except AssistantError as exc:
             self._log_traceback(ctx)
             raise click.ClickException(str(exc)) from None
+        except Cancelled as exc:
+            self._log_traceback(ctx)
+            click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
+            ctx.exit(130)
         except sqlite3.OperationalError as exc:  # locked / read-only / full outside an open
             self._log_traceback(ctx)
             path = (ctx.obj or {}).get("db_path") or "library"
@@ -91,6 +98,7 @@ class RootGroup(LazyGroup):
         "recommend": "assistant.retrieval.commands:recommend",
         "intent": "assistant.inference.intent_commands:intent",
         "manuscript": "assistant.documents.commands:manuscript",
+        "lsp": "assistant.lsp.commands:lsp",
         "eval": "assistant.cli:eval_group",
         "bench": "assistant.cli:bench_group",
         "train": "assistant.cli:train_group",

@@ -27,7 +27,7 @@ MAX_TEXT_BYTES = 512 * 1024 * 1024
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-class BinaryFileError(ValueError):
+class BinaryFileError(AssistantError, ValueError):
     """The file is not text (NUL bytes without a UTF-16 byte-order mark)."""
 
 

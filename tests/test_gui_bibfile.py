@@ -149,9 +149,11 @@ def test_sentence_and_query_modes():
     assert spec.text.startswith("Dense retrievers") and spec.text.endswith(
         "with BERT."
     )  # "e.g." kept
+    # the one auto rule (retrieval.query.detect_mode, as the CLI): two sentences are a citation
+    # context (local), more are a paragraph; Global is the user's explicit choice
     two = textops.query_at(TEX, 0, TEX.index("\n\n"))
-    assert two.mode == "paragraph"
-    assert textops.query_at(TEX, 0, len(TEX)).mode == "global"
+    assert two.mode == "local"
+    assert textops.query_at(TEX, 0, len(TEX)).mode == "paragraph"
     para = textops.context_for_mode(TEX, spec, "paragraph")
     assert para.text.endswith("\\cite{robertson2009bm25}.")
 

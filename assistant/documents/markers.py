@@ -27,15 +27,23 @@ _AUTHORS = rf"{_NAME}(?:\s+et\s+al\.?|\s*(?:,\s*{_NAME}){{0,12}},?\s+(?:and|&)\s
 _AY_ITEM = rf"(?:(?:e\.g\.|see|cf\.|i\.e\.)[,\s]+)?{_AUTHORS},?\s+{_YEAR}(?:\s*,\s*{_YEAR}){{0,12}}"
 PAREN_AY_RE = re.compile(rf"\(\s*({_AY_ITEM}(?:\s*;\s*{_AY_ITEM}){{0,40}})\s*\)")
 NARRATIVE_AY_RE = re.compile(rf"({_AUTHORS})\s+\(\s*({_YEAR}(?:\s*,\s*{_YEAR}){{0,12}})\s*\)")
-LATEX_CITE_RE = re.compile(
+#: ``\cite``, ``\citep[p.~3]``, ``\parencite*``, ... up to the opening brace of the key list
+_LATEX_CITE_HEAD = (
     r"\\(?:[a-zA-Z]*cite[a-zA-Z]*|citep|citet|citealp|citeauthor|citeyear|parencite|textcite|autocite|footcite)\*?"
-    r"(?:\s*\[[^\]]*\]){0,2}\s*\{([^}]*)\}"
+    r"(?:\s*\[[^\]]*\]){0,2}\s*\{"
 )
+LATEX_CITE_RE = re.compile(_LATEX_CITE_HEAD + r"([^}]*)\}")
+#: An unfinished ``\cite{a, b`` ending where the text ends (an editor's cursor): group 1 = the keys so far.
+LATEX_CITE_OPEN_RE = re.compile(_LATEX_CITE_HEAD + r"([^{}]*)$")
+_PANDOC_KEY_CHARS = r"[\w:.#$%&\-+?<>~/]"
 # A bracketed group without nested brackets holding an ``@``: possessive quantifiers and an
 # ``@``-free head make it linear-time (an unclosed ``[@a; @a; ...`` cannot backtrack); the keys
 # are read from it with PANDOC_KEY_RE (a group without one is not a citation).
 PANDOC_RE = re.compile(r"\[([^\[\]@]*+@[^\[\]]*+)\]")
-PANDOC_KEY_RE = re.compile(r"-?@([\w:.#$%&\-+?<>~/]*[\w])")
+PANDOC_KEY_RE = re.compile(rf"-?@({_PANDOC_KEY_CHARS}*[\w])")
+#: An unfinished Pandoc citation ``[see @a; @b`` ending where the text ends: ``before`` = the
+#: bracket's text before the last ``@`` (ends with ``[``, a space or ``;``), ``key`` = the key so far.
+PANDOC_OPEN_RE = re.compile(rf"\[(?P<before>(?:[^\[\]]*[\s;])?)-?@(?P<key>{_PANDOC_KEY_CHARS}*)$")
 
 
 def _expand_numbers(body: str, max_span: int = 60) -> list[int]:

@@ -7,6 +7,8 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from assistant.errors import AssistantError
+
 _WORD_AT_END = re.compile(r"([A-Za-z][A-Za-z\-]*)-$")
 _WORD_AT_START = re.compile(r"^([a-z][A-Za-z]*)")
 _HYPHEN_PREFIXES = {
@@ -99,8 +101,13 @@ def repair_ligature_glyphs(
     return _SUSPECT.sub(fix, text)
 
 
-class TimeLimitReached(Exception):
+class TimeLimitReached(AssistantError):
     """A document parse ran past its time limit (caught by the parser: a partial result)."""
+
+    def __init__(
+        self, reason: str = "the document took longer than its time limit to read"
+    ) -> None:
+        super().__init__(reason)
 
 
 class Dehyphenator:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.documents import markers
+from assistant.retrieval.query import detect_mode
 
 LATEX, MARKDOWN, NUMERIC = "latex", "markdown", "numeric"
 
@@ -101,13 +102,21 @@ def cited_keys(text: str, style: str | None = None) -> set[str]:
     return {k for s in citation_spans(text, style) if s.style != NUMERIC for k in s.keys}
 
 
+_BLANK_LINE_RE = re.compile(r"\r?\n[ \t\r]*\n")
+#: how far back a paragraph start is looked for (a longer "paragraph" is cut there)
+_MAX_PARAGRAPH = 20000
+
+
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
-    """``[start, end)`` of the paragraph (blank-line separated) containing ``pos``."""
+    """``[start, end)`` of the paragraph containing ``pos``, separated by blank lines (also
+    CRLF ones and lines holding only spaces)."""
     pos = max(0, min(pos, len(text)))
-    start = text.rfind("\n\n", 0, pos)
-    start = 0 if start < 0 else start + 2
-    end = text.find("\n\n", pos)
-    end = len(text) if end < 0 else end
+    lo = max(0, pos - _MAX_PARAGRAPH)
+    start = lo
+    for m in _BLANK_LINE_RE.finditer(text, lo, pos):
+        start = m.end()
+    m = _BLANK_LINE_RE.search(text, pos)
+    end = m.start() if m else len(text)
     return start, end
 
 
@@ -142,20 +151,15 @@ def count_sentences(text: str) -> int:
 
 
 def query_at(text: str, sel_start: int, sel_end: int) -> QuerySpec:
-    """The query for a selection (or the sentence under the cursor) and its automatic mode."""
+    """The query for a selection (or the sentence under the cursor) and its automatic mode
+    (the one rule of ``retrieval.query.detect_mode``, as in the CLI)."""
     if sel_end < sel_start:
         sel_start, sel_end = sel_end, sel_start
     if sel_end > sel_start:
         chunk = text[sel_start:sel_end]
-        if "\n\n" in chunk.strip() or len(chunk) > 2500:
-            mode = "global"
-        elif count_sentences(chunk) > 1:
-            mode = "paragraph"
-        else:
-            mode = "local"
-        return QuerySpec(chunk.strip(), mode, sel_start, sel_end)
+        return QuerySpec(chunk.strip(), detect_mode(chunk), sel_start, sel_end)
     start, end = sentence_bounds(text, sel_start)
-    return QuerySpec(text[start:end].strip(), "local", start, end)
+    return QuerySpec(text[start:end].strip(), detect_mode(text[start:end]), start, end)
 
 
 def context_for_mode(text: str, spec: QuerySpec, mode: str) -> QuerySpec:
@@ -237,6 +241,37 @@ _TEX_TITLE_RE = re.compile(r"\\title(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}",
 _TEX_ABSTRACT_RE = re.compile(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", re.S)
 _TEX_BIB_RE = re.compile(r"\\(?:bibliography|addbibresource)(?:\[[^\]]*\])?\{([^}]+)\}")
 _MD_FIELD_RE = re.compile(r"^(title|abstract|bibliography):\s*[\"']?(.+?)[\"']?\s*$", re.M)
+_YAML_LIST_ITEM_RE = re.compile(r"^\s*-\s*[\"']?(.+?)[\"']?\s*$")
+
+
+def _front_matter(text: str) -> str:
+    """The YAML header of a Markdown manuscript (``---`` ... ``---``/``...``), else ''."""
+    if not text.startswith("---"):
+        return ""
+    m = re.match(r"---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text, re.S)
+    return m.group(1) if m else ""
+
+
+def _yaml_values(header: str, name: str) -> list[str]:
+    """The value(s) of a top-level YAML field: ``name: x``, ``name: [x, y]`` or a ``- x`` list."""
+    lines = header.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(rf"^{name}:\s*(.*?)\s*$", line)
+        if not m:
+            continue
+        value = m.group(1)
+        if value.startswith("[") and value.endswith("]"):
+            return [v.strip().strip("\"'") for v in value[1:-1].split(",") if v.strip()]
+        if value and value not in ("|", ">"):
+            return [value.strip("\"'")]
+        out = []
+        for item in lines[i + 1 :]:
+            mm = _YAML_LIST_ITEM_RE.match(item)
+            if not mm:
+                break
+            out.append(mm.group(1))
+        return out
+    return []
 
 
 def manuscript_meta(text: str, style: str) -> tuple[str, str]:
@@ -257,26 +292,42 @@ def manuscript_meta(text: str, style: str) -> tuple[str, str]:
     return title, abstract
 
 
+def bib_names(text: str, style: str) -> list[str]:
+    """Every bibliography file a manuscript names, as written (``\\bibliography{a,b}``,
+    ``\\addbibresource{refs.bib}``, YAML ``bibliography: refs.bib`` or a list), ``.bib`` added."""
+    names: list[str] = []
+    if style == LATEX:
+        for m in _TEX_BIB_RE.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            if re.search(r"(?<!\\)%", text[line_start : m.start()]):
+                continue  # commented out
+            names.extend(n.strip() for n in m.group(1).split(",") if n.strip())
+    elif style == MARKDOWN:
+        names = _yaml_values(_front_matter(text), "bibliography")
+    out = []
+    for name in names:
+        name = name if name.lower().endswith(".bib") else name + ".bib"
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def bib_files_from_manuscript(text: str, path: Path | None, style: str) -> list[Path]:
+    """The .bib files a manuscript names, resolved against its folder (names may leave it)."""
+    if path is None:
+        return []
+    folder = Path(path).parent
+    return [(folder / Path(name).expanduser()).resolve() for name in bib_names(text, style)]
+
+
 def bib_from_manuscript(text: str, path: Path | None, style: str) -> Path | None:
-    """The .bib file a manuscript names (``\\bibliography{refs}``, ``bibliography: refs.bib``)."""
+    """The .bib file a manuscript names first (``\\bibliography{refs}``, ``bibliography: refs.bib``)
+    that the program may write: an existing file anywhere (``../shared.bib``), or a new one inside
+    the manuscript's folder — never a file created elsewhere (``\\bibliography{/etc/x}``)."""
     if path is None:
         return None
-    name = ""
-    if style == LATEX:
-        m = _TEX_BIB_RE.search(text)
-        name = m.group(1).split(",")[0].strip() if m else ""
-    elif style == MARKDOWN and text.startswith("---"):
-        for field_name, value in _MD_FIELD_RE.findall(text[:4000]):
-            if field_name == "bibliography":
-                name = value.strip()
-    if not name:
-        return None
-    if not name.endswith(".bib"):
-        name += ".bib"
     folder = Path(path).parent.resolve()
-    bib = (folder / name).resolve()
-    # a manuscript may name an existing .bib anywhere (``../shared.bib``), but never make the
-    # program create a file outside its own folder (``\bibliography{/etc/x}``): ask instead
-    if bib.is_file() or bib.is_relative_to(folder):
-        return bib
+    for bib in bib_files_from_manuscript(text, path, style):
+        if bib.is_file() or bib.is_relative_to(folder):
+            return bib
     return None

@@ -7,11 +7,16 @@ from pathlib import Path
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from assistant.documents import textops
-from assistant.documents.bibfile import append_entry, entry_number
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.settings import bib_for_manuscript, remember_bib
-from assistant.service.engine import paper_bibtex
+from assistant.service import (
+    ProgressEvent,
+    analyse_manuscript,
+    apply_bib_change,
+    plan_citation,
+    read_manuscript,
+    textops,
+)
 from assistant.textfile import (
     BinaryFileError,
     FileRefused,
@@ -269,7 +274,6 @@ class DocumentOps:
         """Insert the citation at the cursor/slot and add the entry to the manuscript's .bib file."""
         editor, state = self.current_editor(), self.current_state()
         paper = rec.paper
-        library = self.library_panel.library
         if state.read_only:
             self.show_error(
                 "Read-only text", "Citations are inserted into manuscripts, not into imported PDFs."
@@ -278,18 +282,16 @@ class DocumentOps:
         bib = self.bib_path_for(state)
         if bib is None:
             return False
+        start, end = editor.selection_range()
         try:
-            entry = paper_bibtex(library, paper)
-            result = append_entry(bib, entry)
+            plan = plan_citation(
+                self.engine, paper, editor.toPlainText(), start, end, state.style, bib
+            )
+            result = apply_bib_change(plan.bib)
         except Exception as exc:
             self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
             return False
-        number = entry_number(bib, result.key) if state.style == textops.NUMERIC else None
-        start, end = editor.selection_range()
-        edit = textops.citation_edit(
-            editor.toPlainText(), start, end, result.key, state.style, number
-        )
-        editor.apply_edit(edit)
+        editor.apply_edit(plan.edit)
         verb = {"added": "added to", "renamed": "added (renamed) to"}.get(
             result.status, "already in"
         )
@@ -297,7 +299,7 @@ class DocumentOps:
         return True
 
     def copy_bibtex(self, rec) -> str:
-        text = paper_bibtex(self.library_panel.library, rec.paper)
+        text = self.engine.paper_bibtex(rec.paper)
         QGuiApplication.clipboard().setText(text)
         self.set_status(f"BibTeX of {rec.paper.citekey} copied to the clipboard")
         return text
@@ -318,15 +320,15 @@ class DocumentOps:
         path = Path(path)
 
         def job(progress, cancelled):
-            from assistant.documents.manuscript import find_missing_citations
-            from assistant.documents.pdf import parse_pdf
-
-            progress(0, 0, f"Reading {path.name}…")
-            doc = parse_pdf(path)
-            progress(0, 0, "Looking for sentences that need a citation…")
-            recommender = self.engine._recommender  # suggestions only when the engine is ready
-            missing = find_missing_citations(doc, recommender=recommender, k=3, cancelled=cancelled)
-            return doc, missing
+            progress(ProgressEvent(0, None, "pdf", f"Reading {path.name}…"))
+            doc = read_manuscript(path, "pdf")
+            progress(
+                ProgressEvent(0, None, "analyse", "Looking for sentences that need a citation…")
+            )
+            analysis = analyse_manuscript(
+                self.engine, doc, k=3, recommend=self.engine.ready, link=False, cancelled=cancelled
+            )
+            return doc, analysis.missing
 
         def done(payload) -> None:
             doc, missing = payload
@@ -372,10 +374,7 @@ class DocumentOps:
         text = editor.toPlainText()
 
         def job(progress, cancelled):
-            from assistant.documents.draft import parse_draft
-            from assistant.documents.manuscript import find_missing_citations
-
-            return find_missing_citations(parse_draft(text, fmt=state.style))
+            return analyse_manuscript(None, text, fmt=state.style, cancelled=cancelled).missing
 
         def done(missing) -> None:
             if editor.toPlainText() != text:

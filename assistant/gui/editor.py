@@ -18,7 +18,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
-from assistant.documents import textops
+from assistant.service import textops
 from assistant.textfile import TextFormat
 
 CITE_COLOURS = {textops.LATEX: "#1565c0", textops.MARKDOWN: "#1565c0", textops.NUMERIC: "#6a1b9a"}

@@ -120,11 +120,11 @@ class LibraryPanel(QWidget):
 
     # --- data ---------------------------------------------------------------------------------
     def set_library_path(self, path: Path) -> None:
-        from assistant.library.store import Library
+        from assistant.service import open_library
 
         if self.library is not None:
             self.library.close()
-        self.library = Library(path)
+        self.library = open_library(path)
         self.refresh()
 
     def close_library(self) -> None:

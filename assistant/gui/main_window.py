@@ -23,16 +23,22 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import RESOURCES_DIR
-from assistant.documents import textops
 from assistant.gui.documents_ops import DocumentOps
 from assistant.gui.library_panel import LibraryPanel
 from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
-from assistant.service.engine import Engine, EngineSettings
+from assistant.service import (
+    MODES,
+    LibraryOpenError,
+    Service,
+    ServiceSettings,
+    query_for_selection,
+    textops,
+)
 
 log = logging.getLogger(__name__)
-MODES = ("auto", "local", "paragraph", "global")
+
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
 
@@ -51,7 +57,7 @@ class MainWindow(QMainWindow, DocumentOps):
             self.setWindowIcon(QIcon(str(ICON_PATH)))
         self.resize(1400, 860)
         self.runner = JobRunner(self)
-        self.engine = Engine(self._engine_settings())
+        self.engine = Service(self._engine_settings())
         self.last_result = None
         self.last_error_dialog: QMessageBox | None = None
         self.cited_ids: tuple[int, ...] = ()
@@ -84,9 +90,9 @@ class MainWindow(QMainWindow, DocumentOps):
         self.new_document()
 
     # --- construction -------------------------------------------------------------------------
-    def _engine_settings(self) -> EngineSettings:
+    def _engine_settings(self) -> ServiceSettings:
         s = self.settings
-        return EngineSettings(
+        return ServiceSettings(
             db_path=s.db_path,
             encoder=s.encoder or None,
             device=s.device,
@@ -181,8 +187,8 @@ class MainWindow(QMainWindow, DocumentOps):
         for mode in MODES:
             self.mode_box.addItem(mode.capitalize(), mode)
         self.mode_box.setToolTip(
-            "Auto: a sentence → local, several sentences → paragraph, "
-            "several paragraphs → global (title + abstract)"
+            "Auto (as the CLI): one or two sentences → local, three or more → paragraph; "
+            "Global searches with the manuscript's title + abstract"
         )
         toolbar.addWidget(self.mode_box)
         self.mode_label = QLabel("")
@@ -191,8 +197,6 @@ class MainWindow(QMainWindow, DocumentOps):
     # --- engine lifecycle ---------------------------------------------------------------------
     def start(self, prepare: bool = True) -> None:
         """Open the library in the panel and load models/index in the background."""
-        from assistant.library.schema import LibraryOpenError
-
         try:
             self.library_panel.set_library_path(self.engine.db_path)
         except (
@@ -244,7 +248,7 @@ class MainWindow(QMainWindow, DocumentOps):
     def rebuild_index(self) -> None:
         def job(progress, cancelled):
             self.engine.build_index(progress, cancelled)
-            return self.engine.prepare(progress, cancelled)
+            return self.engine.status()
 
         self.run_engine_job(job, "Rebuilding the index…", on_done=self._engine_prepared)
 
@@ -345,46 +349,27 @@ class MainWindow(QMainWindow, DocumentOps):
         return self.mode_box.currentData() or "auto"
 
     def build_query(self):
-        """The pipeline Query for the current selection/cursor and the chosen mode."""
-        from assistant.retrieval.query import Query
-
+        """The pipeline Query for the current selection/cursor and the chosen mode (built by the
+        service exactly as for ``assistant recommend``)."""
         editor, state = self.current_editor(), self.current_state()
         text = editor.toPlainText()
-        spec = editor.query_spec()
-        if self.current_mode() != "auto":
-            spec = textops.context_for_mode(text, spec, self.current_mode())
-        title, abstract = (
-            textops.manuscript_meta(text, state.style)
-            if not state.read_only
-            else (state.title, state.abstract)
-        )
-        p_start, p_end = textops.paragraph_bounds(text, spec.start)
-        context = None
-        if spec.mode == "local":  # the neighbouring sentences of the paragraph
-            context = (text[p_start : spec.start] + " " + text[spec.end : p_end]).strip() or None
-        query_text = (
-            spec.text if spec.mode != "global" else ("" if (title or abstract) else spec.text)
-        )
+        start, end = editor.selection_range()
         self.cited_ids = self._cited_ids(text, state.style)
-        return Query(
-            text=query_text,
-            mode=spec.mode,
-            title=title or None,
-            abstract=abstract or None,
-            context=context,
+        return query_for_selection(
+            text,
+            start,
+            end,
+            self.current_mode(),
+            state.style,
+            meta=(state.title, state.abstract) if state.read_only else None,
             cited_ids=self.cited_ids,
-        ), spec
+        )
 
     def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
-        library = self.library_panel.library
-        if library is None:
+        if self.library_panel.library is None:
             return ()
-        ids = []
-        for key in textops.cited_keys(text, style):
-            paper = library.get_by_citekey(key)
-            if paper is not None and paper.id is not None:
-                ids.append(paper.id)
-        return tuple(ids)
+        keys = sorted(textops.cited_keys(text, style))
+        return self.engine.cited_ids(keys, self.library_panel.library)
 
     def recommend(self) -> int | None:
         """Run the pipeline for the selection/cursor in the background (a newer call wins)."""
@@ -444,9 +429,7 @@ class MainWindow(QMainWindow, DocumentOps):
             result.items, header, cited, query_text=result.query.display_text()
         )
         self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
-        status = self.engine.status() if self.engine._library is not None else None
-        if status is not None:
-            self.library_panel.set_status(status)
+        self.library_panel.set_status(self.engine.status())
         self.recommendations_ready.emit(result)
 
     # --- errors / status ----------------------------------------------------------------------
@@ -504,7 +487,7 @@ class MainWindow(QMainWindow, DocumentOps):
     def switch_engine(self) -> None:
         self.runner.cancel("recommend")
         old = self.engine
-        self.engine = Engine(self._engine_settings())
+        self.engine = Service(self._engine_settings())
         self.runner.submit("close", lambda p, c: old.close())
         self.start()
 

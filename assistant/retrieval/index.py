@@ -29,7 +29,8 @@ import numpy as np
 
 from assistant import faults
 from assistant.config import index_dir_for
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, Cancelled
+from assistant.progress import Progress, ProgressEvent
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
 
@@ -46,7 +47,7 @@ KINDS = ("auto", "flat", "ivf", "hnsw")
 DEFAULT_MAX_LENGTH = 128
 
 
-class IndexingCancelled(Exception):
+class IndexingCancelled(Cancelled):
     """``cancelled()`` turned true; embedded chunks are kept and the next run resumes."""
 
 
@@ -77,15 +78,6 @@ def index_lock(root: Path) -> Iterator[None]:
         yield
     finally:
         fh.close()
-
-
-@dataclass
-class IndexProgress:
-    stage: str  # "embed" | "bm25" | "faiss"
-    done: int
-    total: int
-    rate: float = 0.0  # items per second
-    eta_s: float | None = None
 
 
 @dataclass
@@ -218,7 +210,7 @@ def _stored_vectors(paths: IndexPaths, wanted: set[bytes]) -> dict[bytes, np.nda
 def build_index(
     library,
     encoder,
-    progress: Callable[[IndexProgress], None] | None = None,
+    progress: Progress | None = None,
     *,
     index_dir: Path | str | None = None,
     kind: str = "auto",
@@ -262,7 +254,7 @@ def _build_index(
     library,
     encoder,
     paths: IndexPaths,
-    progress: Callable[[IndexProgress], None] | None,
+    progress: Progress | None,
     *,
     kind: str,
     chunk_size: int,
@@ -381,7 +373,9 @@ def _build_index(
         else np.empty((0, dim), np.float32)
     )
     if progress:
-        progress(IndexProgress("faiss", 0, len(ids)))
+        progress(
+            ProgressEvent(0, len(ids), "faiss", f"Writing the vector index ({len(ids)} vectors)")
+        )
     _atomic_save_npy(paths.dense / "vectors.npy", vecs)
     faults.point("index.vectors")
     _atomic_save_npy(
@@ -464,9 +458,13 @@ def _embed(
         rate = done / elapsed if elapsed > 0 else 0.0
         report.embed_rate = rate
         if progress:
+            eta = f", about {(len(order) - done) / rate:.0f} s left" if rate else ""
             progress(
-                IndexProgress(
-                    "embed", done, len(order), rate, (len(order) - done) / rate if rate else None
+                ProgressEvent(
+                    done,
+                    len(order),
+                    "embed",
+                    f"Embedding papers {done}/{len(order)} ({rate:.1f}/s{eta})",
                 )
             )
 
@@ -482,7 +480,7 @@ def _build_bm25(
     texts = [text for _, text, _ in lexical]
     years = [year for _, _, year in lexical]
     if progress:
-        progress(IndexProgress("bm25", 0, len(ids)))
+        progress(ProgressEvent(0, len(ids), "bm25", f"Building the BM25 index ({len(ids)} papers)"))
     tmp = paths.root / "bm25.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     if ids:
@@ -507,7 +505,9 @@ def _build_bm25(
     os.replace(tmp, paths.bm25)
     shutil.rmtree(old, ignore_errors=True)
     if progress:
-        progress(IndexProgress("bm25", len(ids), len(ids)))
+        progress(
+            ProgressEvent(len(ids), len(ids), "bm25", f"BM25 index over {len(ids)} papers done")
+        )
 
 
 def load_index_encoder(

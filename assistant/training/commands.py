@@ -11,11 +11,11 @@ import click
 def _progress_printer(every_s: float = 5.0):
     last = [0.0]
 
-    def progress(done: int, total: int, message: str) -> None:
+    def progress(event) -> None:
         now = time.monotonic()
-        if now - last[0] >= every_s or done >= total:
+        if now - last[0] >= every_s or event.done >= (event.total or 0):
             last[0] = now
-            click.echo(f"[{done}/{total}] {message}", err=True)
+            click.echo(f"[{event.done}/{event.total or '?'}] {event.message}", err=True)
             sys.stderr.flush()
 
     return progress
@@ -97,22 +97,17 @@ def _apply(opts, **values) -> None:
             setattr(opts, key, value)
 
 
-def _train_on_library(ctx, db_path, train, opts) -> None:
-    """Open the library, run ``train(library, opts, progress=...)``, print its report as JSON."""
+def _train_on_library(ctx, db_path, kind: str, opts) -> None:
+    """Run the service's ``train_<kind>`` on the library with ``opts``; print its report as JSON."""
     from assistant.cli import resolve_db_path
-    from assistant.library.store import Library
-    from assistant.training.common import TrainingError
+    from assistant.service import Service, ServiceSettings, require_library
 
-    db = resolve_db_path(ctx, db_path)
-    if not db.exists():
-        raise click.ClickException(f"library {db} does not exist: import papers first")
-    library = Library(db)
+    service = Service(ServiceSettings(db_path=require_library(resolve_db_path(ctx, db_path))))
     try:
-        report = train(library, opts, progress=_progress_printer())
-    except TrainingError as exc:
-        raise click.ClickException(str(exc)) from exc
+        train = service.train_reranker if kind == "reranker" else service.train_encoder
+        report = train(opts, _progress_printer())
     finally:
-        library.close()
+        service.close()
     click.echo(report.to_json())
 
 
@@ -165,7 +160,6 @@ def train_reranker(
 ):
     """Train a cross-encoder reranker on the library's own (pseudo-)queries; export ONNX."""
     from assistant.training.reranker import RerankerOptions
-    from assistant.training.reranker import train_reranker as run
 
     opts = RerankerOptions()
     _apply(
@@ -194,7 +188,7 @@ def train_reranker(
     )
     opts.resume = not no_resume
     opts.quantize = not no_quantize
-    _train_on_library(ctx, db_path, run, opts)
+    _train_on_library(ctx, db_path, "reranker", opts)
 
 
 @click.command("encoder")
@@ -231,7 +225,7 @@ def train_encoder(
     no_reindex,
 ):
     """Adapt the bi-encoder to the library (citation graph + pseudo-queries, InfoNCE); re-export and re-index."""
-    from assistant.training.encoder import EncoderOptions, adapt_encoder
+    from assistant.training.encoder import EncoderOptions
 
     opts = EncoderOptions()
     _apply(
@@ -255,4 +249,4 @@ def train_encoder(
     )
     opts.resume = not no_resume
     opts.reindex = not no_reindex
-    _train_on_library(ctx, db_path, adapt_encoder, opts)
+    _train_on_library(ctx, db_path, "encoder", opts)

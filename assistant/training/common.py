@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from assistant.errors import AssistantError
+from assistant.progress import Progress, ProgressEvent
 
 log = logging.getLogger(__name__)
 
-#: progress(done, total, message) — the GUI and the CLI both pass one.
-ProgressFn = Callable[[int, int, str], None]
+#: Trainers report ``assistant.progress.ProgressEvent`` (stage "training").
+ProgressFn = Progress
 CancelledFn = Callable[[], bool]
 
 CHECKPOINT_DIR = "checkpoint"
@@ -34,7 +35,7 @@ TRAINING_SET_FILE = "data.json"
 STATE_FILE = "state.pt"
 
 
-class TrainingError(RuntimeError):
+class TrainingError(AssistantError, RuntimeError):
     """Training cannot start or go on (no weights, no usable papers, bad work dir)."""
 
 
@@ -512,7 +513,7 @@ def train_loop(
             losses.append(round(sum(window) / len(window), 4))
             window = []
             if progress:
-                progress(step, total, f"loss {losses[-1]:.4f}")
+                progress(ProgressEvent(step, total, "training", f"loss {losses[-1]:.4f}"))
         reason = budget.stop_reason(step)
         if (
             reason is not None

@@ -7,7 +7,6 @@ calling process inside one transaction: an import is applied entirely or not at 
 
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 import os
@@ -19,8 +18,14 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from assistant import faults
+from assistant.errors import Cancelled
+from assistant.library.importers.bibtex import parse_bibtex_file
 from assistant.library.importers.common import ImportFileError, ParsedFile
-from assistant.library.models import ImportIssue, ImportProgress, ImportReport
+from assistant.library.importers.csljson import parse_csljson_file
+from assistant.library.importers.ris import parse_ris_file
+from assistant.library.importers.zotero import parse_zotero_file
+from assistant.library.models import ImportIssue, ImportReport
+from assistant.progress import Progress, ProgressEvent
 from assistant.textfile import FileRefused, human_size, max_file_bytes, read_file
 
 log = logging.getLogger(__name__)
@@ -37,16 +42,16 @@ EXTENSIONS = {
     ".pdf": "pdf",
 }
 #: format -> "module:function" taking a path and returning ParsedFile
-PARSERS = {
-    "bibtex": "assistant.library.importers.bibtex:parse_bibtex_file",
-    "ris": "assistant.library.importers.ris:parse_ris_file",
-    "csljson": "assistant.library.importers.csljson:parse_csljson_file",
-    "zotero": "assistant.library.importers.zotero:parse_zotero_file",
+PARSERS: dict[str, Callable[[Path], ParsedFile]] = {
+    "bibtex": parse_bibtex_file,
+    "ris": parse_ris_file,
+    "csljson": parse_csljson_file,
+    "zotero": parse_zotero_file,
 }
 PROGRESS_EVERY = 2000  # records between progress callbacks inside a file
 
 
-class ImportCancelled(Exception):
+class ImportCancelled(Cancelled):
     """Raised inside the import transaction when the caller cancels; everything is rolled back."""
 
 
@@ -179,9 +184,8 @@ def _known_ext(name: str) -> bool:
 def parse_file(job: tuple[str, str]) -> ParsedFile:
     """Parse one file with the parser of its format (runs in worker processes too)."""
     path, fmt = job
-    module, func = PARSERS[fmt].split(":")
     try:
-        return getattr(importlib.import_module(module), func)(Path(path))
+        return PARSERS[fmt](Path(path))
     except ImportFileError as exc:
         result = ParsedFile(path)
         result.issues.append(ImportIssue(path, 0, str(exc)))
@@ -214,10 +218,9 @@ def _parsed(jobs: list[tuple[str, str]], workers: int) -> Iterator[ParsedFile]:
 
 
 def _import_pdf(library, path: Path, report: ImportReport) -> None:
-    try:
-        module = importlib.import_module("assistant.documents.importer")
-        import_pdf = module.import_pdf
-    except (ImportError, AttributeError) as exc:
+    try:  # imported here: the documents layer imports the library layer
+        from assistant.documents.importer import import_pdf
+    except ImportError as exc:  # PyMuPDF missing from a minimal install
         report.issues.append(ImportIssue(str(path), 0, f"PDF import is not available ({exc})"))
         report.skip("pdf import unavailable")
         return
@@ -269,10 +272,31 @@ def _store(
             tick(parsed.path)
 
 
+def _progress_event(
+    state: dict[str, int], files_total: int, bytes_total: int, start: float, current: str
+) -> ProgressEvent:
+    """The import's progress (bytes read of all files) with files, records, rate and ETA."""
+    elapsed = time.perf_counter() - start
+    done = state["bytes"]
+    rate = state["records"] / elapsed if elapsed > 0 else 0.0
+    eta = ""
+    if done > 0 and elapsed > 0:
+        left = max(0.0, elapsed * (bytes_total - done) / done)
+        eta = f", ETA {int(left // 60)}:{int(left % 60):02d}"
+    name = Path(current).name if current else ""
+    return ProgressEvent(
+        done,
+        bytes_total,
+        "import",
+        f"Importing {name} ({state['files']}/{files_total} files, {state['records']} records, "
+        f"{rate:,.0f} rec/s{eta})",
+    )
+
+
 def import_paths(
     library,
     paths: Iterable[str | Path],
-    progress: Callable[[ImportProgress], None] | None = None,
+    progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
     workers: int | None = None,
 ) -> ImportReport:
@@ -297,17 +321,7 @@ def import_paths(
         if cancelled and cancelled():
             raise ImportCancelled
         if progress:
-            progress(
-                ImportProgress(
-                    state["files"],
-                    len(files),
-                    state["records"],
-                    state["bytes"],
-                    total_bytes,
-                    time.perf_counter() - start,
-                    current,
-                )
-            )
+            progress(_progress_event(state, len(files), total_bytes, start, current))
 
     try:
         with library.transaction():

@@ -338,3 +338,19 @@ def test_issue23_9_parse_draft_one_line_text_is_never_a_path(length, tmp_path, m
     (tmp_path / "notes.txt").write_text("File content that must not be read.\n")
     doc = parse_draft("notes.txt")
     assert "must not" not in " ".join(s.text for s in doc.sentences())
+
+
+def test_issue23_8_read_only_sqlite_error_is_named(tmp_path):
+    from assistant.library.schema import sqlite_error
+
+    db = tmp_path / "lib.sqlite"
+    Library(db).close()
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # what a read-only file gives
+    try:
+        with pytest.raises(sqlite3.OperationalError) as info:
+            conn.execute("INSERT INTO meta VALUES ('k', 'v')")
+    finally:
+        conn.close()
+    error = sqlite_error(info.value, db)
+    assert isinstance(error, LibraryOpenError) and "read-only" in str(error)
+    assert str(error).startswith(str(db))

@@ -8,7 +8,7 @@ SAMPLE_HOME ?= $(CURDIR)/.sample-home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run demo test test-slow reliability mpnet gui-deps clean
+.PHONY: install run demo test test-slow lint reliability mpnet gui-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ test: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
 # Bad-input corpus through import and manuscript: prints the JSON table (0 crashes/hangs/lost/network).
+lint: install
+	$(BIN)/ruff check assistant tests tools
+	$(BIN)/ruff format --check assistant tests tools
+
 reliability: install
 	$(BIN)/python -m tools.reliability run --json
 

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
+from assistant.cli.manuscript import manuscript
 from assistant.documents.citeworthiness import CueScorer, LearnedScorer, default_scorer
-from assistant.documents.commands import manuscript
 from assistant.documents.draft import parse_draft
 from assistant.documents.manuscript import find_missing_citations
 
@@ -171,9 +171,9 @@ def test_manuscript_cli_json_on_drafts_and_pdf(tmp_path):
 @pytest.mark.slow
 def test_manuscript_cli_with_real_recommender(tmp_path):
     """End to end: a small library, its index (builds the default encoder), recommendations per sentence."""
+    from assistant.cli.retrieval import index as index_cmd
     from assistant.library.models import Paper
     from assistant.library.store import Library
-    from assistant.retrieval.commands import index as index_cmd
 
     db = tmp_path / "lib.sqlite"
     lib = Library(db)

@@ -249,7 +249,7 @@ def test_the_server_never_imports_qt():
     import sys
 
     code = (
-        "import sys, assistant.lsp.server, assistant.lsp.commands, assistant.service; "
+        "import sys, assistant.lsp.server, assistant.cli.lsp, assistant.service; "
         "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

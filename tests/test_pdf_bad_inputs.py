@@ -126,7 +126,7 @@ def test_import_of_non_paper_is_refused_with_reason(gen_dir):
 
 def test_manuscript_cli_reports_bad_pdf_cleanly(gen_dir, paper_pdf):
     from assistant.cli import main
-    from assistant.documents.commands import manuscript
+    from assistant.cli.manuscript import manuscript
 
     runner = CliRunner()
     enc = pdfgen.make_encrypted(gen_dir / "enc2.pdf", paper_pdf)

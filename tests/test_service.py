@@ -114,7 +114,7 @@ def test_recommend_does_not_wait_for_an_index_job(env, tmp_path):
     index; when the job commits, the service switches to the new index."""
     service = Service(ServiceSettings(db_path=Path(env["ASSISTANT_DB"])))
     service.recommend(TEXTS["one"])  # open the committed index
-    before = service.recommender()
+    before = service.recommender
     added = service.import_files(
         [REPO_ROOT / "tests" / "fixtures" / "library" / "good.bib"], index=False
     ).added
@@ -144,12 +144,12 @@ def test_recommend_does_not_wait_for_an_index_job(env, tmp_path):
         assert not reader.is_alive(), "recommend waited for the index job"
         assert worker.is_alive()  # the job was still running while recommend answered
         assert results and results[0].items
-        assert service.recommender() is before
+        assert service.recommender is before
     finally:
         release.set()
         worker.join(300)
     assert not errors
-    assert service.recommender() is not before  # the committed index is in use now
+    assert service.recommender is not before  # the committed index is in use now
     assert service.status().embedded == service.status().papers
     service.close()
 

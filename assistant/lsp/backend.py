@@ -21,6 +21,7 @@ from pathlib import Path
 
 from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
+from assistant.errors import AssistantError
 from assistant.service import Cancelled
 from assistant.service import textops as _textops
 
@@ -346,11 +347,11 @@ class Backend:
                 self._quick = None
 
 
-class EmptyLibrary(RuntimeError):
+class EmptyLibrary(AssistantError, RuntimeError):
     """The library has no papers to recommend."""
 
 
-class NotReady(RuntimeError):
+class NotReady(AssistantError, RuntimeError):
     """Recommendations were asked for before :meth:`Backend.prepare` finished."""
 
 

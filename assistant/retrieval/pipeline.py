@@ -48,6 +48,7 @@ class PipelineConfig:
     exclude_cited: bool = True  # drop the manuscript itself and what it already cites
     max_year: int | None = None
     intent_preference: str | None = None  # "background" | "method" | "result"
+    intent_pool: int = 30  # with a preference, candidates re-ordered by intent before the top k
     filter_by_year: bool = True  # use Query.year as max_year when max_year is None
     depth: int = 400  # candidates taken from each side before fusion (tuned)
     dense_weight: float = fusion_mod.DEFAULT_DENSE_WEIGHT
@@ -68,6 +69,10 @@ class Recommendation:
     intent: str | None = None
     intent_confidence: float | None = None
     intent_probs: dict[str, float] | None = None
+    #: True when the per-paper intent rests on weak evidence (show "uncertain", not a chip)
+    intent_uncertain: bool | None = None
+    #: what the per-paper intent rests on, e.g. "sentence: method 0.71; paper reads as ..."
+    intent_evidence: str | None = None
 
 
 @dataclass
@@ -179,17 +184,19 @@ class Recommender:
                 items = self._rerank(pre.parts, items, config)
                 timings["rerank"] = (time.perf_counter() - t) * 1000
                 _check(cancelled)
-            items = items[: config.k]
+            need = config.use_intent and self._intent_fn and config.intent_preference
+            items = items[: max(config.k, config.intent_pool) if need else config.k]
             for rank, item in enumerate(items, start=1):
                 item.ranks["final"] = rank
             if config.use_intent and self._intent_fn and items:
                 t = time.perf_counter()
                 try:
-                    items = self._label_intents(pre.parts.focus, items, config)
+                    items = self._label_intents(pre.parts.focus, items, config)[: config.k]
                 except Exception as exc:  # the intent stage is optional: never lose the results
                     log.warning("intent stage failed: %s", exc)
                     warnings.append(f"intent labelling failed: {exc}")
                 timings["intent"] = (time.perf_counter() - t) * 1000
+                items = items[: config.k]  # the pool is cut even when labelling failed
             timings["total"] = (time.perf_counter() - start) * 1000
             return RecommendationResult(
                 query=query, mode=pre.mode, items=items, timings_ms=timings, warnings=warnings

@@ -20,7 +20,9 @@ from assistant.library.models import ImportReport, Paper
 from assistant.library.schema import LibraryOpenError
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent
+from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
+from assistant.retrieval.intent_stage import parse_intent_preference
 from assistant.retrieval.pipeline import (
     PipelineConfig,
     Recommendation,
@@ -54,6 +56,7 @@ from assistant.service.writing import (
 )
 
 __all__ = [
+    "INDEX_KINDS",
     "MODES",
     "AppendResult",
     "AssistantError",
@@ -86,6 +89,7 @@ __all__ = [
     "detect_mode",
     "open_library",
     "paper_bibtex",
+    "parse_intent_preference",
     "plan_citation",
     "query_for_selection",
     "query_for_text",

@@ -116,13 +116,16 @@ class Service:
         self._snapshot: _Snapshot | None = None
         self._embedded = 0
         self._job_lock = threading.RLock()  # one job at a time
-        self._open_lock = threading.Lock()  # opening the job connection / the encoder / a snapshot
+        # short locks that only guard lazy opening (never held while a job runs):
+        self._library_lock = threading.Lock()  # the job connection
+        self._encoder_lock = threading.Lock()  # the encoder (its first build can take a minute)
+        self._snapshot_lock = threading.Lock()  # the first snapshot
 
     # --- resources ---------------------------------------------------------------------------
     @property
     def library(self) -> Library:
         """The job connection (imports and indexing write through it)."""
-        with self._open_lock:
+        with self._library_lock:
             if self._library is None:
                 self._library = Library(self.db_path)
             return self._library
@@ -138,7 +141,7 @@ class Service:
     def load_encoder(self, progress: Progress = no_progress) -> Encoder:
         """The encoder the library's index was built with (same model and max length), so an
         index built by the CLI is reused instead of being re-embedded."""
-        with self._open_lock:
+        with self._encoder_lock:
             if self._encoder is None:
                 progress(ProgressEvent(0, None, "encoder", "Loading the encoder…"))
                 self._encoder = load_index_encoder(
@@ -163,22 +166,15 @@ class Service:
         snapshot = self._snapshot
         if snapshot is not None:
             return snapshot
-        with self._open_lock:
+        with self._snapshot_lock:
             if self._snapshot is None:
-                self._snapshot = self._open_snapshot(self._encoder)
+                self._snapshot = self._open_snapshot(self.load_encoder())
             return self._snapshot
 
-    def _open_snapshot(self, encoder: Encoder | None) -> _Snapshot:
+    def _open_snapshot(self, encoder: Encoder) -> _Snapshot:
         """A new reader over the committed index (raises ``EmptyLibraryError``/``IndexMissingError``)."""
         reader = Library(self.db_path)
         try:
-            if encoder is None:
-                encoder = self._encoder = load_index_encoder(
-                    index_dir_for(self.db_path),
-                    self.settings.encoder or None,
-                    self.settings.max_length,
-                    device=self.settings.device,
-                )
             recommender = Recommender(reader, config=self.default_config(), encoder=encoder)
         except BaseException:
             reader.close()
@@ -200,6 +196,7 @@ class Service:
         """Whether a committed index is open for recommending."""
         return self._snapshot is not None
 
+    @property
     def recommender(self) -> Recommender:
         """The recommender over the last committed index (opened on first use)."""
         return self._current().recommender
@@ -240,10 +237,13 @@ class Service:
         if self.library.count() == 0:
             return
         snapshot = self._open_snapshot(self.load_encoder())
-        snapshot.recommender.recommend(  # load the lazy stages (reranker, intent model) now
-            "citation recommendation warm-up query",
-            config=replace(snapshot.recommender.config, k=1),
-        )
+        try:  # load the lazy stages (reranker, intent model) now, not on the user's first request
+            snapshot.recommender.recommend(
+                "citation recommendation warm-up query",
+                config=replace(snapshot.recommender.config, k=1),
+            )
+        except Exception as exc:  # the first real request reports it properly
+            log.warning("warm-up query failed: %s", exc)
         self._snapshot = snapshot
 
     def prepare(
@@ -341,7 +341,7 @@ class Service:
             if result.stopped_reason == "cancelled":
                 raise Cancelled("adaptation cancelled: the current encoder stays in use")
             self.settings.encoder = opts.name
-            with self._open_lock:
+            with self._encoder_lock:
                 self._encoder = None  # the re-built index names the adapted encoder
             return result, self.prepare(progress, cancelled)
 

@@ -17,7 +17,6 @@ from assistant.documents.manuscript import (
     find_missing_citations,
 )
 from assistant.documents.model import Document
-from assistant.documents.pdf import parse_pdf
 from assistant.library.models import Paper
 from assistant.retrieval.query import Query
 from assistant.service.engine import Service
@@ -116,11 +115,16 @@ class ManuscriptAnalysis:
     notes: list[str] = field(default_factory=list)
 
 
-def read_manuscript(path: Path | str, fmt: str = "auto", time_limit_s: float = 20.0) -> Document:
-    """Parse a PDF, LaTeX, Markdown or text manuscript (``DocumentError`` names the problem)."""
+def read_manuscript(
+    path: Path | str, fmt: str = "auto", time_limit_s: float | None = None
+) -> Document:
+    """Parse a PDF, LaTeX, Markdown or text manuscript (``DocumentError`` names the problem);
+    ``time_limit_s`` caps PDF parsing (default: the PDF reader's)."""
     path = Path(path)
     if fmt == "pdf" or (fmt == "auto" and path.suffix.lower() == ".pdf"):
-        return parse_pdf(path, time_limit_s=time_limit_s)
+        from assistant.documents.pdf import parse_pdf  # PyMuPDF takes ~2 s to import: on use
+
+        return parse_pdf(path) if time_limit_s is None else parse_pdf(path, time_limit_s)
     return parse_draft(path, None if fmt == "auto" else fmt)
 
 
@@ -146,7 +150,7 @@ def analyse_manuscript(
             link_references(doc.references, service.reader())
         if recommend:
             try:
-                recommender = service.recommender()
+                recommender = service.recommender
             except Exception as exc:  # missing index / models: explain, keep going
                 notes.append(f"no recommendations: recommender unavailable: {exc}")
     missing = find_missing_citations(

@@ -177,9 +177,6 @@ def run(
 ) -> dict:
     """Generate the corpus, run every case, return the JSON-ready summary."""
     # the product's modules are loaded once here; every child starts from this state
-    import assistant.cli
-    import assistant.documents.commands
-    import assistant.library.commands  # noqa: F401
 
     own = work is None
     work = Path(tempfile.mkdtemp(prefix="reliability-")) if own else work

@@ -8,8 +8,7 @@ import time
 
 import click
 
-from assistant.retrieval.index import KINDS
-from assistant.retrieval.query import EmptyQueryError
+from assistant.service import INDEX_KINDS, EmptyQueryError
 
 
 def _service(ctx: click.Context, db: str | None, **settings):
@@ -55,7 +54,7 @@ class _Progress:
 )
 @click.option(
     "--kind",
-    type=click.Choice(KINDS),
+    type=click.Choice(INDEX_KINDS),
     default="auto",
     show_default=True,
     help="FAISS index: exact flat inner product below 200k papers, HNSW above (auto).",
@@ -213,8 +212,7 @@ def recommend(
     as_json,
 ):
     """Recommend papers from the library for TEXT (a citation context, paragraph, or nothing + --title/--abstract)."""
-    from assistant.retrieval.intent_stage import parse_intent_preference
-    from assistant.service import query_for_text
+    from assistant.service import parse_intent_preference, query_for_text
 
     if k <= 0:
         raise click.BadParameter("must be positive", param_hint="-k")
@@ -287,6 +285,8 @@ def result_to_dict(result, bibtex: bool = False) -> dict:
                 "intent": it.intent,
                 "intent_confidence": it.intent_confidence,
                 "intent_probs": it.intent_probs,
+                "intent_uncertain": it.intent_uncertain,
+                "intent_evidence": it.intent_evidence,
                 **({"bibtex": paper_to_bibtex(it.paper)} if bibtex else {}),
             }
             for rank, it in enumerate(result.items, start=1)

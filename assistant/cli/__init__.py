@@ -92,13 +92,13 @@ class RootGroup(LazyGroup):
 @click.group(
     cls=RootGroup,
     lazy_subcommands={
-        "library": "assistant.library.commands:library",
-        "models": "assistant.inference.commands:models",
-        "index": "assistant.retrieval.commands:index",
-        "recommend": "assistant.retrieval.commands:recommend",
-        "intent": "assistant.inference.intent_commands:intent",
-        "manuscript": "assistant.documents.commands:manuscript",
-        "lsp": "assistant.lsp.commands:lsp",
+        "library": "assistant.cli.library:library",
+        "models": "assistant.cli.models:models",
+        "index": "assistant.cli.retrieval:index",
+        "recommend": "assistant.cli.retrieval:recommend",
+        "intent": "assistant.cli.intent:intent",
+        "manuscript": "assistant.cli.manuscript:manuscript",
+        "lsp": "assistant.cli.lsp:lsp",
         "eval": "assistant.cli:eval_group",
         "bench": "assistant.cli:bench_group",
         "train": "assistant.cli:train_group",
@@ -151,9 +151,10 @@ def bench_group() -> None:
     "train",
     cls=LazyGroup,
     lazy_subcommands={
-        "reranker": "assistant.training.commands:train_reranker",
-        "encoder": "assistant.training.commands:train_encoder",
+        "reranker": "assistant.cli.train:train_reranker",
+        "encoder": "assistant.cli.train:train_encoder",
         "intent": "assistant.training.intent:train_intent",
+        "paper-intent": "assistant.training.paper_intent:train_paper_intent",
     },
 )
 def train_group() -> None:

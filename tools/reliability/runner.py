@@ -177,8 +177,8 @@ def run(
 ) -> dict:
     """Generate the corpus, run every case, return the JSON-ready summary."""
     # the product's modules are loaded once here; every child starts from this state
-    import assistant.cli  # noqa: F401
-    import assistant.cli.library  # noqa: F401
+    import assistant.cli
+    import assistant.cli.library
     import assistant.cli.manuscript  # noqa: F401
 
     own = work is None

@@ -167,9 +167,13 @@ def _utf16_without_bom(sample: bytes) -> str | None:
     if len(sample) < 4:
         return None
     z_even, z_odd = even.count(0) / len(even), odd.count(0) / max(1, len(odd))
-    if z_odd > 0.6 and z_even < 0.05:
+
+    def texty(half: bytes) -> bool:  # the character bytes are printable, not 0x01 0x02...
+        return sum(half.count(b) for b in _CONTROL) < 0.05 * max(1, len(half))
+
+    if z_odd > 0.6 and z_even < 0.05 and texty(even):
         return "utf-16-le"
-    if z_even > 0.6 and z_odd < 0.05:
+    if z_even > 0.6 and z_odd < 0.05 and texty(odd):
         return "utf-16-be"
     return None
 

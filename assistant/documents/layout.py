@@ -214,13 +214,19 @@ def _page_lines(page: pymupdf.Page, page_no: int) -> list[Line]:
         if block.get("type") != 0:
             continue
         rows: list[tuple[list[float], list[dict]]] = []
+        # rows by baseline bucket (2 pt): a line is compared with the rows of its own and the
+        # neighbouring buckets only, so a page of 20,000 lines is linear, not quadratic
+        by_base: dict[int, list[int]] = {}
         for line in block["lines"]:
             dx, dy = line["dir"]
             if abs(dy) > 0.01 or dx < 0:  # rotated/vertical text (margin stamps)
                 continue
             box = list(line["bbox"])
+            bucket = int(box[3] // 2.0)
+            near = sorted({i for b in (bucket - 1, bucket, bucket + 1) for i in by_base.get(b, ())})
             # merge with a previous row on the same baseline ("1" + "INTRODUCTION")
-            for row_box, row_spans in rows:
+            for i in near:
+                row_box, row_spans = rows[i]
                 if abs(row_box[3] - box[3]) < 2.0 and (
                     box[0] > row_box[2] - 1 or box[2] < row_box[0] + 1
                 ):
@@ -228,8 +234,12 @@ def _page_lines(page: pymupdf.Page, page_no: int) -> list[Line]:
                     row_spans.sort(key=lambda s: s["bbox"][0])
                     row_box[0], row_box[1] = min(row_box[0], box[0]), min(row_box[1], box[1])
                     row_box[2], row_box[3] = max(row_box[2], box[2]), max(row_box[3], box[3])
+                    moved = int(row_box[3] // 2.0)
+                    if i not in by_base.setdefault(moved, []):
+                        by_base[moved].append(i)  # its baseline grew: findable from there too
                     break
             else:
+                by_base.setdefault(bucket, []).append(len(rows))
                 rows.append((box, list(line["spans"])))
         for box, spans in rows:
             ln = _line_from_spans(page_no, box, spans)

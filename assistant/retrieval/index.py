@@ -165,7 +165,8 @@ def _remove_leftovers(paths: IndexPaths) -> None:
     for pattern in ("*.tmp", "*.tmp.npy", "*.tmp.npz"):
         for folder in (paths.root, paths.dense, paths.pending):
             for f in folder.glob(pattern) if folder.is_dir() else ():
-                f.unlink(missing_ok=True)
+                if f.is_file():
+                    f.unlink(missing_ok=True)
     for name in ("bm25.tmp", "bm25.old"):
         shutil.rmtree(paths.root / name, ignore_errors=True)
 

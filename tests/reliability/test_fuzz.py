@@ -246,10 +246,10 @@ def test_fuzz_decode_text_bounded():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TEXT_PARSERS))
 def test_fuzz_parser_long(name):
-    _fuzz_text(name, 3000)
+    _fuzz_text(name, 1000)
 
 
 @pytest.mark.slow
 def test_fuzz_csljson_and_decode_long():
-    _fuzz_csl(3000)
-    _fuzz_bytes(5000)
+    _fuzz_csl(1000)
+    _fuzz_bytes(3000)

@@ -322,6 +322,6 @@ def _long_pdf(path: Path) -> None:
     doc = pymupdf.open()
     page = doc.new_page(width=600, height=14000)
     text = "\n".join(f"Line {i} of one very long page with a hyphen- " for i in range(20_000))
-    page.insert_textbox(pymupdf.Rect(10, 10, 590, 13990), text, fontsize=0.6)
+    page.insert_text((10, 10), text, fontsize=0.6, lineheight=1.1)
     doc.save(path)
     doc.close()

@@ -177,6 +177,9 @@ def run(
 ) -> dict:
     """Generate the corpus, run every case, return the JSON-ready summary."""
     # the product's modules are loaded once here; every child starts from this state
+    import assistant.cli
+    import assistant.cli.library
+    import assistant.cli.manuscript  # noqa: F401
 
     own = work is None
     work = Path(tempfile.mkdtemp(prefix="reliability-")) if own else work

@@ -8,7 +8,7 @@ SAMPLE_HOME ?= $(CURDIR)/.sample-home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run demo test test-slow mpnet gui-deps clean
+.PHONY: install run demo test test-slow lint reliability mpnet gui-deps gui-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ gui-deps:
 	    libxcb-render-util0 libxcb-xinerama0 libxcb-randr0 libxcb-shape0 libxcb-cursor0 \
 	    libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 >/dev/null; fi
 
+# Real-window check: the app under Xvfb on the sample, select -> Recommend -> Insert -> Undo,
+# screenshots to docs/screenshots/ (installs Xvfb itself when missing).
+gui-check: install
+	PYTHON=$(BIN)/python tools/gui_check.sh
+
 # The main job: build models, import + index the bundled sample library, open the app on the
 # sample draft. Without a display it prints the same recommendations headless (HEADLESS=1 forces it).
 run: install
@@ -38,6 +43,14 @@ demo: install
 
 test: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+# Bad-input corpus through import and manuscript: prints the JSON table (0 crashes/hangs/lost/network).
+lint: install
+	$(BIN)/ruff check assistant tests tools
+	$(BIN)/ruff format --check assistant tests tools
+
+reliability: install
+	$(BIN)/python -m tools.reliability run --json
 
 test-slow: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m slow

@@ -31,6 +31,17 @@ class AssistantError(Exception):
         where = f"{self.file}:{self.line}" if self.line else self.file
         return f"{where}: {self.reason}"
 
+    def __reduce__(self):
+        # subclasses may take other constructor arguments: rebuild from the state, not ``args``
+        return (_restore, (type(self), self.args, self.__dict__))
+
+
+def _restore(cls: type[AssistantError], args: tuple, state: dict) -> AssistantError:
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
 
 class Cancelled(Exception):
     """A long job (import, index, training, recommendation) stopped because the user asked."""

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from assistant.cli import main
+from assistant.cli.manuscript import manuscript
 from assistant.documents.citeworthiness import CueScorer, LearnedScorer, default_scorer
-from assistant.documents.commands import manuscript
 from assistant.documents.draft import parse_draft
 from assistant.documents.manuscript import find_missing_citations
 
@@ -170,9 +171,9 @@ def test_manuscript_cli_json_on_drafts_and_pdf(tmp_path):
 @pytest.mark.slow
 def test_manuscript_cli_with_real_recommender(tmp_path):
     """End to end: a small library, its index (builds the default encoder), recommendations per sentence."""
+    from assistant.cli.retrieval import index as index_cmd
     from assistant.library.models import Paper
     from assistant.library.store import Library
-    from assistant.retrieval.commands import index as index_cmd
 
     db = tmp_path / "lib.sqlite"
     lib = Library(db)
@@ -225,13 +226,14 @@ def test_manuscript_cli_refuses_binary_and_empty_files_and_reads_legacy_encoding
     db = ["--db", str(tmp_path / "none.sqlite"), "--no-recommend"]
     (tmp_path / "paper.docx").write_bytes(b"PK\x03\x04\x00\x00" * 64)
     (tmp_path / "empty.tex").write_text("  \n")
-    result = runner.invoke(manuscript, [str(tmp_path / "paper.docx"), *db])
+    # through the root group, as `assistant manuscript`: a DocumentError is one `Error:` line
+    result = runner.invoke(main, ["manuscript", str(tmp_path / "paper.docx"), *db])
     assert (
         result.exit_code == 1
         and "paper.docx: binary file" in result.output
         and ".tex" in result.output
     )
-    result = runner.invoke(manuscript, [str(tmp_path / "empty.tex"), *db])
+    result = runner.invoke(main, ["manuscript", str(tmp_path / "empty.tex"), *db])
     assert result.exit_code == 1 and "empty.tex: empty file" in result.output
     legacy = tmp_path / "legacy.txt"
     legacy.write_bytes(

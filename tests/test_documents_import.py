@@ -85,7 +85,7 @@ def test_import_pdf_adds_paper_edges_and_contexts(tmp_path, library):
 
 
 def test_library_import_dispatches_pdf(tmp_path, library):
-    from assistant.library.commands import library as library_cli
+    from assistant.cli.library import library as library_cli
 
     pdf = pdfgen.make_paper(tmp_path / "paper.pdf")
     db = tmp_path / "cli.sqlite"

@@ -149,18 +149,20 @@ def test_sentence_and_query_modes():
     assert spec.text.startswith("Dense retrievers") and spec.text.endswith(
         "with BERT."
     )  # "e.g." kept
+    # the one auto rule (retrieval.query.detect_mode, as the CLI): two sentences are a citation
+    # context (local), more are a paragraph; Global is the user's explicit choice
     two = textops.query_at(TEX, 0, TEX.index("\n\n"))
-    assert two.mode == "paragraph"
-    assert textops.query_at(TEX, 0, len(TEX)).mode == "global"
+    assert two.mode == "local"
+    assert textops.query_at(TEX, 0, len(TEX)).mode == "paragraph"
     para = textops.context_for_mode(TEX, spec, "paragraph")
     assert para.text.endswith("\\cite{robertson2009bm25}.")
 
 
 def test_citation_edit_cursor_selection_slot_and_existing():
-    # cursor in a word-final position: LaTeX gets a non-breaking space
+    # caret only: the citation goes to the sentence end before the period (LaTeX: ~)
     pos = TEX.index(", e.g.")
     out = textops.apply_edit(TEX, textops.citation_edit(TEX, pos, pos, "k1", textops.LATEX))
-    assert "separately~\\cite{k1}, e.g." in out
+    assert "with BERT~\\cite{k1}. BM25" in out
     # selection: inserted before the sentence's final period
     start, end = 0, TEX.index("BERT.") + len("BERT.")
     out = textops.apply_edit(TEX, textops.citation_edit(TEX, start, end, "k1", textops.LATEX))

@@ -196,6 +196,8 @@ def test_search_and_cite_picker_inserts_like_a_recommendation(qtbot, db, tmp_pat
     qtbot.waitUntil(lambda: picker.results.count() == 1, timeout=3000)
     qtbot.keyClick(picker.search_edit, Qt.Key.Key_Return)
     assert "We expand queries~\\cite{koci2018query}." in editor.toPlainText()
+    assert not (tmp_path / "refs.bib").exists()  # the .bib entry is written when the draft is saved
+    assert win.save_current()
     assert "@article{koci2018query," in (tmp_path / "refs.bib").read_text()
     # the table's "Cite" (double click / context menu) goes the same way
     win.library_panel.select_paper(win.library_panel.library.get_by_citekey("smith2020axioms").id)

@@ -154,8 +154,10 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
         card
     ) in panel.cards:  # every card has a chip; labelled ones are colour-coded with confidence
         assert card.chip.intent in ("", "background", "method", "result")
-        if card.chip.intent:
-            assert card.chip.text().startswith(card.chip.intent) and "%" in card.chip.text()
+        if card.chip.intent:  # a per-paper label with its confidence, or "uncertain" if weak
+            assert card.chip.text().startswith(card.chip.intent)
+            assert ("uncertain" in card.chip.text()) == card.chip.uncertain
+            assert card.chip.uncertain or "%" in card.chip.text()
             assert (
                 card.rec.intent_confidence is not None and 0.0 <= card.rec.intent_confidence <= 1.0
             )
@@ -175,15 +177,18 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
     )
     assert "<b>" in card.details.text()  # query words marked in the matched snippet
 
-    # insert: \cite{key} before the sentence's period, the entry appended to refs.bib (once)
+    # insert: \cite{key} before the sentence's period; the entry is appended to refs.bib (once)
+    # when the manuscript is saved
     card.insert_button.click()
     text = editor.toPlainText()
     assert f"~\\cite{{{target.citekey}}}." in text
     bib = tmp_path / "refs.bib"
-    assert [e.key for e in read_bib(bib)] == [target.citekey]
-    card.insert_button.click()  # a second insert adds no duplicate to the .bib file
-    assert [e.key for e in read_bib(bib)] == [target.citekey]
+    assert not bib.exists()
+    card.insert_button.click()  # a second insert adds no second key and no duplicate entry
+    assert editor.toPlainText().count(target.citekey) == 1
     assert "Cited" in window.status_label.text()
+    assert window.save_current()
+    assert [e.key for e in read_bib(bib)] == [target.citekey]
 
     # filters: the paper is now cited -> hidden by "Hide cited"
     panel.set_results(
@@ -289,7 +294,9 @@ def test_manuscript_pdf_import_shows_text_citations_and_marks(window, qtbot, acm
     mark = editor.marks[0]
     assert "Missing citation?" in mark.reason and mark.end > mark.start
     assert len(editor.extraSelections()) == len(editor.marks)
-    assert "may need one" in window.status_label.text()
+    # one count everywhere: status bar, margin marks, the flagged-sentence list
+    assert f"{len(editor.marks)} sentences may need a citation" in window.status_label.text()
+    assert window.flagged_list.list.count() == len(editor.marks)
 
 
 def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from assistant.gui.workers import JobRunner
+from assistant.progress import ProgressEvent
 
 
 def test_job_runs_off_the_ui_thread_with_progress(qtbot):
@@ -20,7 +21,7 @@ def test_job_runs_off_the_ui_thread_with_progress(qtbot):
     def job(progress, cancelled):
         seen["thread"] = threading.get_ident()
         for i in range(3):
-            progress(i + 1, 3, f"step {i + 1}")
+            progress(ProgressEvent(i + 1, 3, "step", f"step {i + 1}"))
         return 42
 
     results, progress = [], []
@@ -74,11 +75,26 @@ def test_errors_reach_the_callback_with_traceback(qtbot):
     runner.shutdown()
 
 
-def test_all_jobs_share_one_engine_thread(qtbot):
+def test_recommend_runs_beside_a_long_engine_job(qtbot):
+    """Each channel has its own thread: a recommendation finishes while an engine job (import,
+    index, adapt) is still running; "close" shares the engine's thread, so it runs after it."""
     runner = JobRunner()
-    threads = []
-    for channel in ("a", "b", "c"):
-        runner.submit(channel, lambda p, c: threads.append(threading.get_ident()))
-    qtbot.waitUntil(lambda: len(threads) == 3, timeout=10_000)
-    assert len(set(threads)) == 1  # the engine's SQLite connection and ONNX sessions stay on it
+    release, order = threading.Event(), []
+
+    def long_job(p, c):
+        order.append(("engine", threading.get_ident()))
+        release.wait(30)
+        order.append(("engine-done", threading.get_ident()))
+
+    runner.submit("engine", long_job)
+    runner.submit("close", lambda p, c: order.append(("close", threading.get_ident())))
+    qtbot.waitUntil(lambda: bool(order) and order[0][0] == "engine", timeout=10_000)
+    runner.submit("recommend", lambda p, c: order.append(("recommend", threading.get_ident())))
+    qtbot.waitUntil(lambda: any(name == "recommend" for name, _ in order), timeout=10_000)
+    assert [name for name, _ in order] == ["engine", "recommend"]  # the engine job still runs
+    release.set()
+    qtbot.waitUntil(lambda: len(order) == 4, timeout=10_000)
+    threads = dict(order)
+    assert [name for name, _ in order][2:] == ["engine-done", "close"]
+    assert threads["close"] == threads["engine"] != threads["recommend"]
     runner.shutdown()

@@ -105,8 +105,25 @@ def test_labels_come_from_the_model_and_follow_the_context(library):
     out = stage.label_recommendations(METHOD_CTX[0], recs, library)
     assert [r.intent for r in out] == ["method"] * 3
     assert out == recs  # same order without a preference
-    clf_probs = load_intent_classifier().classify([METHOD_CTX[0]])[0].probs
-    assert out[0].intent_probs == pytest.approx(clf_probs, abs=1e-6)  # no profile: the model alone
+    clf = load_intent_classifier()
+    p_c = stage.context_probs(METHOD_CTX[0], clf)
+    prior = stage.library_prior(library)
+    model = stage._profile_model(clf)
+    if model is None:  # no paper-profile model: no citations -> the sentence model alone
+        expected = p_c
+    else:  # the candidate's title/abstract reading enters with the fitted weight
+        from assistant.inference.paper_intent import paper_text
+
+        q = model.predict_proba([paper_text(recs[0].paper.title, recs[0].paper.abstract)])[0]
+        expected = stage.combine(
+            p_c,
+            prior,
+            prior,
+            profile=q,
+            profile_prior=model.prior,
+            profile_weight=model.combine.profile,
+        )
+    assert list(out[0].intent_probs.values()) == pytest.approx(list(expected), abs=1e-6)
     out = stage.label_recommendations(RESULT_CTX[0], _recs(library, library.ids[3:6]), library)
     assert {r.intent for r in out} == {"result"}
     for r in out:

@@ -100,14 +100,14 @@ def test_interrupted_run_resumes_to_the_same_model(tiny_data, tmp_path):
     resumed = _cfg(tiny_data, tmp_path, "resumed")
     with pytest.raises(Interrupt):
         train(resumed, progress=_interrupt_at(3))
-    ck = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=False)
+    ck = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=True)
     assert ck["state"]["step"] == 2  # the checkpoint before the interruption
     messages: list[str] = []
     s2 = train(resumed, progress=messages.append)
     assert any(m.startswith("resumed from") and "step 2/4" in m for m in messages)
     assert s2["steps"] == 4
-    a = torch.load(straight.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
-    b = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=False)["model"]
+    a = torch.load(straight.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
+    b = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-6), key
     assert [h["dev_macro_f1"] for h in s1["history"]] == [h["dev_macro_f1"] for h in s2["history"]]
@@ -161,16 +161,16 @@ def test_warm_start_continues_from_an_earlier_checkpoint(tiny_data, tmp_path):
     first = _cfg(tiny_data, tmp_path, "first")
     train(first, progress=lambda m: None)
     checkpoint = first.work_dir / "last.pt"
-    trained = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]
+    trained = torch.load(checkpoint, map_location="cpu", weights_only=True)["model"]
 
     warm = _cfg(tiny_data, tmp_path, "warm", init_from=checkpoint, lr=0.0, head_lr=0.0, max_steps=1)
     train(warm, progress=lambda m: None)
-    warm_state = torch.load(warm.work_dir / "last.pt", map_location="cpu", weights_only=False)[
+    warm_state = torch.load(warm.work_dir / "last.pt", map_location="cpu", weights_only=True)[
         "model"
     ]
     cold = _cfg(tiny_data, tmp_path, "cold", lr=0.0, head_lr=0.0, max_steps=1)
     train(cold, progress=lambda m: None)
-    cold_state = torch.load(cold.work_dir / "last.pt", map_location="cpu", weights_only=False)[
+    cold_state = torch.load(cold.work_dir / "last.pt", map_location="cpu", weights_only=True)[
         "model"
     ]
 
@@ -183,3 +183,60 @@ def test_warm_start_continues_from_an_earlier_checkpoint(tiny_data, tmp_path):
             _cfg(tiny_data, tmp_path, "missing", init_from=tmp_path / "nope.pt"),
             progress=lambda m: None,
         )
+
+
+def test_distillation_from_a_teacher_checkpoint(tiny_data, tmp_path):
+    """A teacher run's logits are dumped once and steer a student run (soft targets)."""
+    import click
+    import torch
+
+    from assistant.training.intent import training_examples
+    from assistant.training.intent_distill import (
+        dump_teacher_logits,
+        load_teacher_logits,
+        soft_target_loss,
+    )
+
+    teacher = _cfg(tiny_data, tmp_path, "teacher", train_top_layers=2)
+    train(teacher, progress=lambda m: None)
+    logits_file = dump_teacher_logits(
+        teacher, teacher.work_dir / "best.pt", tmp_path / "t.npz", progress=lambda m: None
+    )
+    texts = [e.text for e in training_examples(teacher)]
+    logits = load_teacher_logits(logits_file, texts)
+    assert logits.shape == (len(texts), 3) and np.isfinite(logits).all()
+    with pytest.raises(click.ClickException, match="no teacher logits for 1 of"):
+        load_teacher_logits(logits_file, [*texts[:2], "a text the teacher never saw"])
+
+    t = torch.tensor(logits[:4])
+    assert torch.allclose(soft_target_loss(t, t, 2.0), torch.zeros(4), atol=1e-6)
+    assert (soft_target_loss(-t, t, 2.0) > 0).all()
+
+    # alpha = 1: the student learns from the teacher's soft targets only
+    student = _cfg(
+        tiny_data, tmp_path, "student", teacher_logits=logits_file, distill_alpha=1.0, max_steps=2
+    )
+    summary = train(student, progress=lambda m: None)
+    assert summary["steps"] == 2
+    hard = _cfg(tiny_data, tmp_path, "hard", max_steps=2)
+    train(hard, progress=lambda m: None)
+    a = torch.load(student.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
+    b = torch.load(hard.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
+    head = next(k for k in a if k.startswith("head.") and k.endswith("weight"))
+    assert not torch.allclose(a[head], b[head])  # the soft targets changed the updates
+
+
+def test_top_layer_training_freezes_the_rest(tiny_data, tmp_path):
+    from assistant.training.intent import _build_model, _freeze_below
+
+    cfg = _cfg(tiny_data, tmp_path, "freeze")
+    model, _ = _build_model(cfg)
+    _freeze_below(model.encoder, 2)
+    trainable = {n for n, p in model.encoder.named_parameters() if p.requires_grad}
+    n_layers = len(model.encoder.encoder.layer)
+    assert trainable and all(
+        n.startswith(f"encoder.layer.{n_layers - 1}.")
+        or n.startswith(f"encoder.layer.{n_layers - 2}.")
+        or n.startswith("pooler.")
+        for n in trainable
+    )

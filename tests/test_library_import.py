@@ -258,8 +258,9 @@ def test_progress_and_cancel_roll_back(lib, tmp_path):
     assert report.cancelled and lib.count() == 0  # nothing half-written
     full = []
     report = import_paths(lib, [big], progress=full.append)
-    assert report.added == 4500 and full[-1].records == 4500 and full[-1].fraction == 1.0
-    assert any(p.records == 2000 for p in full) and full[-1].rate > 0 and full[-1].eta_s == 0.0
+    assert report.added == 4500 and full[-1].fraction == 1.0 and full[-1].stage == "import"
+    assert "(1/1 files, 4500 records" in full[-1].message and full[-1].message.endswith("ETA 0:00)")
+    assert any(" 2000 records" in p.message for p in full)  # inside a file, every 2000 records
 
 
 _KILL_SCRIPT = """

@@ -125,11 +125,12 @@ def test_import_of_non_paper_is_refused_with_reason(gen_dir):
 
 
 def test_manuscript_cli_reports_bad_pdf_cleanly(gen_dir, paper_pdf):
-    from assistant.documents.commands import manuscript
+    from assistant.cli import main
+    from assistant.cli.manuscript import manuscript
 
     runner = CliRunner()
     enc = pdfgen.make_encrypted(gen_dir / "enc2.pdf", paper_pdf)
-    result = runner.invoke(manuscript, [str(enc), "--no-recommend", "--json"])
+    result = runner.invoke(main, ["manuscript", str(enc), "--no-recommend", "--json"])
     assert result.exit_code != 0
     assert "encrypted" in result.output
     scan = pdfgen.make_image_only(gen_dir / "scan3.pdf")

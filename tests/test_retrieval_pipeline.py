@@ -231,3 +231,35 @@ def test_rerank_stage_with_any_cross_encoder(setup, tiny_cross_encoder):
     assert got == pytest.approx(sorted(expected.tolist(), reverse=True), abs=1e-4)
     assert [it.ranks["rerank"] for it in result.items] == list(range(1, 31))
     assert {it.ranks["fused"] for it in result.items} == set(range(1, 31))
+
+
+def test_a_need_can_lift_a_paper_from_beyond_the_top_k(setup):
+    """With ``intent_preference`` the intent stage re-orders a pool of ``intent_pool`` candidates
+    before the cut to k, so a paper the library cites for its method can rise into the top 10."""
+    from assistant.library.models import Citation
+
+    lib, rec, _, _ = setup
+    config = replace(rec.config, use_intent=True, k=10, filter_by_year=False)
+    wide = rec.recommend(Query(CONTEXT, mode="local"), replace(config, k=30)).items
+    target, citing = wide[20].paper.id, wide[29].paper.id
+    added = [
+        lib.add_citation(Citation(citing, target, "We use the method of [1].", intent="method"))
+        for _ in range(15)
+    ]
+    try:
+        plain = rec.recommend(Query(CONTEXT, mode="local"), config).items
+        need = rec.recommend(
+            Query(CONTEXT, mode="local"), replace(config, intent_preference="method")
+        ).items
+        assert target not in [it.paper.id for it in plain]
+        assert len(need) == 10 and target in [it.paper.id for it in need]
+        lifted = next(it for it in need if it.paper.id == target)
+        assert lifted.ranks["before_intent"] == 21 and lifted.intent_uncertain is not None
+        assert [it.ranks["final"] for it in need] == list(range(1, 11))
+        no_pool = rec.recommend(
+            Query(CONTEXT, mode="local"), replace(config, intent_preference="method", intent_pool=0)
+        ).items
+        assert target not in [it.paper.id for it in no_pool]
+    finally:
+        with lib.transaction():
+            lib.conn.executemany("DELETE FROM citations WHERE id = ?", [(i,) for i in added])

@@ -90,7 +90,7 @@ def test_adapt_encoder_end_to_end_exports_a_loadable_encoder(sample_db, tmp_path
     )
     steps, messages = [], []
     report = adapt_encoder(
-        lib, opts, progress=lambda d, t, m: (steps.append(d), messages.append(m))
+        lib, opts, progress=lambda e: (steps.append(e.done), messages.append(e.message))
     )
     assert (
         "mining hard negatives" in messages

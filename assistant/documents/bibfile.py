@@ -14,24 +14,27 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import bibtexparser
 
+from assistant.errors import AssistantError
 from assistant.textfile import (
     BinaryFileError,
+    FileRefused,
     TextFormat,
     decode_text,
     encode_text,
     latex_escape_unencodable,
+    read_file,
     write_atomic,
 )
 
 log = logging.getLogger(__name__)
 
 
-class BibFileError(RuntimeError):
+class BibFileError(AssistantError, RuntimeError):
     """The .bib file or the entry cannot be handled safely (message names file and line)."""
 
 
@@ -106,7 +109,10 @@ def read_bib(path: Path | str) -> list[BibEntryInfo]:
 
 def _read(path: Path) -> tuple[str, TextFormat, bytes]:
     """A .bib file's text, its stored format (encoding, line endings) and its exact bytes."""
-    data = path.read_bytes()
+    try:
+        data = read_file(path)  # a regular file within the size cap: never a FIFO or device
+    except FileRefused as exc:
+        raise BibFileError(f"{exc}. It was left unchanged.") from exc
     try:
         text, fmt = decode_text(data)
     except BinaryFileError as exc:
@@ -155,8 +161,44 @@ def _rename_entry(entry_text: str, old: str, new: str) -> str:
     )
 
 
+def appended_text(old_text: str, entry_text: str) -> str:
+    """What appending ``entry_text`` to a .bib holding ``old_text`` adds: one blank line between
+    entries, a final newline (also used by editors' workspace edits, so both look the same)."""
+    if not old_text.strip() or old_text.endswith("\n\n"):
+        sep = ""
+    elif old_text.endswith("\n"):
+        sep = "\n"
+    else:
+        sep = "\n\n"
+    return sep + entry_text.strip() + "\n"
+
+
+@dataclass
+class BibChange:
+    """A planned addition to a ``.bib`` file (see :func:`plan_append`); nothing written yet.
+
+    ``addition`` is empty when the entry is already there (``status`` duplicate-*)."""
+
+    status: str
+    key: str
+    path: Path
+    addition: str = ""
+    old_bytes: bytes = b""
+    fmt: TextFormat = field(default_factory=TextFormat)
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.addition)
+
+
 def append_entry(path: Path | str, entry_text: str) -> AppendResult:
     """Append one BibTeX entry to ``path`` (created if missing) unless it is already there."""
+    return apply_bib_change(plan_append(path, entry_text))
+
+
+def plan_append(path: Path | str, entry_text: str) -> BibChange:
+    """What appending one BibTeX entry to ``path`` would do: the key to cite and the text to add
+    (validated: every old entry survives). Raises ``BibFileError``; writes nothing."""
     path = Path(path)
     new_entries, errors = parse_entries(entry_text, "<new entry>")
     if len(new_entries) != 1 or errors:
@@ -188,7 +230,7 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         )
         if same_paper or dup.key.lower() != new.key.lower():
             status = "duplicate-doi" if (new.doi and dup.doi == new.doi) else "duplicate-key"
-            return AppendResult(status, dup.key, path)
+            return BibChange(status, dup.key, path)
         # same key, different paper: keep both, the new one under a free key
         taken = {e.key.lower() for e in old_entries}
         suffix = 1
@@ -197,13 +239,7 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
         key, status = f"{new.key}-{suffix}", "renamed"
         entry_text = _rename_entry(entry_text, new.key, key)
 
-    if not old_text.strip() or old_text.endswith("\n\n"):
-        sep = ""
-    elif old_text.endswith("\n"):
-        sep = "\n"
-    else:
-        sep = "\n\n"
-    addition = sep + entry_text.strip() + "\n"
+    addition = appended_text(old_text, entry_text)
     new_text = old_text + addition
 
     # Validate before touching the file: every old entry survives and the new one parses.
@@ -219,14 +255,30 @@ def append_entry(path: Path | str, entry_text: str) -> AppendResult:
             f"(entries before {len(old_entries)}, after {len(check)}); an unclosed entry near the end "
             "of the file? The file was left unchanged."
         )
+    return BibChange(status, key, path, addition, old_bytes, fmt)
+
+
+def apply_bib_change(change: BibChange) -> AppendResult:
+    """Write a planned addition (a ``.bak`` copy of the old file first); the old bytes stay as
+    they were. A duplicate writes nothing."""
+    path, key, status = change.path, change.key, change.status
+    if not change.writes:
+        return AppendResult(status, key, path)
     backup = None
     if path.exists():
         backup = path.with_name(path.name + ".bak")
-        shutil.copy2(path, backup)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(backup, change.old_bytes)  # a kill mid-copy never leaves a half backup
+        shutil.copymode(path, backup)
+    elif not path.parent.is_dir():
+        raise BibFileError(
+            f"{path}: the folder {path.parent} does not exist; choose the bibliography file again"
+        )
     # the old bytes stay as they were
-    write_atomic(path, old_bytes + encode_text(addition, fmt, whole_file=not old_bytes))
+    write_atomic(
+        path,
+        change.old_bytes
+        + encode_text(change.addition, change.fmt, whole_file=not change.old_bytes),
+    )
     log.info("added %s to %s", key, path)
     return AppendResult(status, key, path, backup)
 

@@ -92,7 +92,7 @@ def _line_from_spans(page_no: int, bbox, spans: list[dict]) -> Line | None:
     prev_x1 = None
     max_gap = 0.0
     for s in spans:
-        text = fix_ligatures(s["text"])
+        text = fix_ligatures(s["text"]).replace(_UNMAPPED, "")
         if not text:
             continue
         if prev_x1 is not None and text.strip() and parts and parts[-1].strip():
@@ -143,20 +143,90 @@ def _line_from_spans(page_no: int, bbox, spans: list[dict]) -> Line | None:
     )
 
 
+#: A span this long with (almost) no space is a line whose PDF positions words without space
+#: glyphs ("Itwasrecentlyshownthat"): its words are re-split from the character positions.
+_SPACELESS_MIN = 25
+#: Glyphs without a Unicode mapping (math-extension brackets and big operators) come out as
+#: U+FFFD; they cannot be recovered, so they are dropped instead of showing "�".
+_UNMAPPED = "\ufffd"
+
+
+def _spaceless(text: str) -> bool:
+    """Prose run together: long, (almost) no spaces, nearly all letters (not a URL, e-mail,
+    DOI or formula, which are spaceless by nature)."""
+    n = len(text)
+    if n < _SPACELESS_MIN or text.count(" ") * _SPACELESS_MIN >= n:
+        return False
+    letters = sum(c.isalpha() for c in text)
+    return letters >= 0.85 * (n - text.count(" ")) and not any(c in text for c in "/@_")
+
+
+def _respace_from_chars(chars: list[dict], size: float) -> str:
+    """Span text from its characters, a space wherever the gap to the previous glyph is wider
+    than 10 % of the font size (words set apart by positioning, not by space glyphs)."""
+    out: list[str] = []
+    prev_x1 = None
+    for ch in chars:
+        c = ch["c"]
+        x0, x1 = ch["bbox"][0], ch["bbox"][2]
+        if (
+            prev_x1 is not None
+            and c != " "
+            and out
+            and out[-1] != " "
+            and x0 - prev_x1 > 0.1 * size
+        ):
+            out.append(" ")
+        out.append(c)
+        prev_x1 = x1
+    return "".join(out)
+
+
+def _respace_page(page: pymupdf.Page, data: dict) -> None:
+    """Re-split spaceless spans of ``data`` (pymupdf ``dict``) from the page's character boxes."""
+    wanted = [
+        (b, ln, sp)
+        for b, block in enumerate(data["blocks"])
+        if block.get("type") == 0
+        for ln, line in enumerate(block["lines"])
+        for sp, span in enumerate(line["spans"])
+        if _spaceless(span["text"])
+    ]
+    if not wanted:
+        return
+    raw = page.get_text("rawdict", flags=TEXT_FLAGS)
+    for b, ln, sp in wanted:
+        try:
+            raw_span = raw["blocks"][b]["lines"][ln]["spans"][sp]
+            span = data["blocks"][b]["lines"][ln]["spans"][sp]
+        except (IndexError, KeyError):
+            continue
+        text = _respace_from_chars(raw_span["chars"], span["size"])
+        if text.replace(" ", "") == span["text"].replace(" ", ""):  # same glyphs, new spaces
+            span["text"] = text
+
+
 def _page_lines(page: pymupdf.Page, page_no: int) -> list[Line]:
     data = page.get_text("dict", flags=TEXT_FLAGS)
+    _respace_page(page, data)
     out: list[Line] = []
     for bno, block in enumerate(data["blocks"]):
         if block.get("type") != 0:
             continue
         rows: list[tuple[list[float], list[dict]]] = []
+        # rows by baseline bucket (2 pt): a line is compared with the rows of its own and the
+        # neighbouring buckets only, so a page of 20,000 lines is linear, not quadratic
+        by_base: dict[int, list[int]] = {}
         for line in block["lines"]:
             dx, dy = line["dir"]
             if abs(dy) > 0.01 or dx < 0:  # rotated/vertical text (margin stamps)
                 continue
             box = list(line["bbox"])
+            bucket = int(box[3] // 2.0)
+            near = sorted({i for b in (bucket - 1, bucket, bucket + 1) for i in by_base.get(b, ())})
             # merge with a previous row on the same baseline ("1" + "INTRODUCTION")
-            for row_box, row_spans in rows:
+            for i in near:
+                row_box, row_spans = rows[i]
                 if abs(row_box[3] - box[3]) < 2.0 and (
                     box[0] > row_box[2] - 1 or box[2] < row_box[0] + 1
                 ):
@@ -164,8 +234,12 @@ def _page_lines(page: pymupdf.Page, page_no: int) -> list[Line]:
                     row_spans.sort(key=lambda s: s["bbox"][0])
                     row_box[0], row_box[1] = min(row_box[0], box[0]), min(row_box[1], box[1])
                     row_box[2], row_box[3] = max(row_box[2], box[2]), max(row_box[3], box[3])
+                    moved = int(row_box[3] // 2.0)
+                    if i not in by_base.setdefault(moved, []):
+                        by_base[moved].append(i)  # its baseline grew: findable from there too
                     break
             else:
+                by_base.setdefault(bucket, []).append(len(rows))
                 rows.append((box, list(line["spans"])))
         for box, spans in rows:
             ln = _line_from_spans(page_no, box, spans)

@@ -19,29 +19,41 @@ log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 0.5
 _SKIP_SECTIONS = re.compile(
-    r"acknowledg|funding|author contributions|conflicts? of interest|data availability",
+    r"acknowledg|funding|author contributions|conflicts? of interest|"
+    r"data availability",
+    re.IGNORECASE,
+)
+#: The paper's own contribution ("we propose", "our method", "In this paper"): it needs no
+#: citation, so the finder never flags it.
+OWN_WORK_RE = re.compile(
+    r"\b(?:in\s+)?this\s+(?:paper|work|article|study|thesis|section|chapter)\b"
+    r"|\bhere,?\s+we\b"
+    r"|\bwe\s+(?:(?:also|further|then|first|now|additionally)\s+)?"
+    r"(?:propose|present|introduce|describe|develop|design|devise|build|implement|evaluate|"
+    r"conduct|perform|report|release|make|collect|use|employ|adopt|define|formulate|"
+    r"extend|investigate|study|explore|examine|analy[sz]e|compare|find|found|observe|show|"
+    r"demonstrate|argue|focus|address|contribute|train|test|measure|run|apply|consider)\b"
+    r"|\bour\s+(?:\w+\s+)?(?:method|approach|model|system|framework|work|results?|"
+    r"contributions?|experiments?|findings|analysis|study|proposal|technique|algorithm|"
+    r"dataset|implementation|evaluation|pipeline|architecture|solution|goal|aim)\b",
     re.IGNORECASE,
 )
 
 
+def own_contribution(sentence: str) -> bool:
+    """The sentence states the paper's own work (never flagged as missing a citation)."""
+    return bool(OWN_WORK_RE.search(sentence or ""))
+
+
 def load_document(document_or_path: Document | str | Path, fmt: str | None = None) -> Document:
-    """A Document from a parsed document, a PDF path, a draft path or draft text."""
+    """A Document from a parsed document, a PDF or draft ``Path``, or draft text (a ``str``)."""
     if isinstance(document_or_path, Document):
         return document_or_path
-    p = (
-        Path(document_or_path)
-        if isinstance(document_or_path, Path)
-        or (
-            isinstance(document_or_path, str)
-            and "\n" not in document_or_path
-            and len(document_or_path) < 4096
-        )
-        else None
-    )
-    if p is not None and p.suffix.lower() == ".pdf":
+    # a Path is a file; a str is always the draft's text (never tried as a file name)
+    if isinstance(document_or_path, Path) and document_or_path.suffix.lower() == ".pdf":
         from assistant.documents.pdf import parse_pdf
 
-        return parse_pdf(p)
+        return parse_pdf(document_or_path)
     return parse_draft(document_or_path, fmt)
 
 
@@ -54,8 +66,15 @@ def find_missing_citations(
     scorer=None,
     fmt: str | None = None,
     cancelled: Callable[[], bool] | None = None,
+    ignore_markers: bool = False,
+    skip_own: bool = True,
 ) -> list[MissingCitation]:
     """Sentences without a citation marker scoring >= ``threshold``, in document order.
+
+    Never flagged: the abstract, sentences stating the paper's own contribution
+    (``skip_own``; "we propose", "our method", "In this paper"), sections such as
+    acknowledgements. ``ignore_markers`` scores cited sentences too (evaluation: does the
+    finder flag the sentences the authors did cite?).
 
     With a ``recommender`` (:class:`assistant.retrieval.pipeline.Recommender`), the
     ``max_recommend`` highest-scoring ones get its top-``k`` papers, excluding papers the
@@ -65,12 +84,19 @@ def find_missing_citations(
     scorer = scorer or default_scorer()
     candidates = []
     neighbours: dict[tuple[int, str], str] = {}
+    abstract = _squash(doc.abstract) if skip_own else ""
     for section in doc.sections:
         if _SKIP_SECTIONS.search(section.heading or ""):
             continue
+        if skip_own and re.match(r"\W*abstract\b", section.heading or "", re.IGNORECASE):
+            continue
         for paragraph in section.paragraphs:
             for i, sent in enumerate(paragraph.sentences):
-                if sent.markers:
+                if sent.markers and not ignore_markers:
+                    continue
+                if skip_own and (
+                    own_contribution(sent.text) or (abstract and _squash(sent.text) in abstract)
+                ):
                     continue
                 near = [
                     paragraph.sentences[j].text
@@ -99,6 +125,10 @@ def find_missing_citations(
     if recommender is not None and missing:
         _recommend(doc, missing, recommender, k, max_recommend, cancelled, neighbours)
     return missing
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", (text or "").lower())
 
 
 def _recommend(

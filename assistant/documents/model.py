@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from assistant.errors import AssistantError
 
-class DocumentError(Exception):
+
+class DocumentError(AssistantError):
     """A file that cannot be read as a document at all (encrypted, corrupt, not a PDF...)."""
 
     def __init__(self, path: str, reason: str):
-        super().__init__(f"{path}: {reason}")
+        super().__init__(reason, file=path)
         self.path = path
-        self.reason = reason
 
 
 @dataclass

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.documents import markers
+from assistant.retrieval.query import detect_mode
 
 LATEX, MARKDOWN, NUMERIC = "latex", "markdown", "numeric"
 
@@ -101,13 +102,21 @@ def cited_keys(text: str, style: str | None = None) -> set[str]:
     return {k for s in citation_spans(text, style) if s.style != NUMERIC for k in s.keys}
 
 
+_BLANK_LINE_RE = re.compile(r"\r?\n[ \t\r]*\n")
+#: how far back a paragraph start is looked for (a longer "paragraph" is cut there)
+_MAX_PARAGRAPH = 20000
+
+
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
-    """``[start, end)`` of the paragraph (blank-line separated) containing ``pos``."""
+    """``[start, end)`` of the paragraph containing ``pos``, separated by blank lines (also
+    CRLF ones and lines holding only spaces)."""
     pos = max(0, min(pos, len(text)))
-    start = text.rfind("\n\n", 0, pos)
-    start = 0 if start < 0 else start + 2
-    end = text.find("\n\n", pos)
-    end = len(text) if end < 0 else end
+    lo = max(0, pos - _MAX_PARAGRAPH)
+    start = lo
+    for m in _BLANK_LINE_RE.finditer(text, lo, pos):
+        start = m.end()
+    m = _BLANK_LINE_RE.search(text, pos)
+    end = m.start() if m else len(text)
     return start, end
 
 
@@ -130,6 +139,43 @@ def sentence_bounds(text: str, pos: int) -> tuple[int, int]:
     return p_start, p_end
 
 
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` a search can use (the BM25 analyser's, stop words dropped, and
+    question/pronoun words that carry no topic)."""
+    from assistant.retrieval.bm25 import Analyzer
+
+    return [w for w in Analyzer(stem=False)(text) if w not in _FUNCTION_WORDS]
+
+
+_FUNCTION_WORDS = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "here",
+        "there",
+        "something",
+        "anything",
+        "everything",
+        "one",
+        "ones",
+        "thing",
+        "things",
+        "way",
+        "ways",
+        "lot",
+        "much",
+        "many",
+    ]
+)
+
+
 def count_sentences(text: str) -> int:
     text = text.strip()
     if not text:
@@ -142,20 +188,15 @@ def count_sentences(text: str) -> int:
 
 
 def query_at(text: str, sel_start: int, sel_end: int) -> QuerySpec:
-    """The query for a selection (or the sentence under the cursor) and its automatic mode."""
+    """The query for a selection (or the sentence under the cursor) and its automatic mode
+    (the one rule of ``retrieval.query.detect_mode``, as in the CLI)."""
     if sel_end < sel_start:
         sel_start, sel_end = sel_end, sel_start
     if sel_end > sel_start:
         chunk = text[sel_start:sel_end]
-        if "\n\n" in chunk.strip() or len(chunk) > 2500:
-            mode = "global"
-        elif count_sentences(chunk) > 1:
-            mode = "paragraph"
-        else:
-            mode = "local"
-        return QuerySpec(chunk.strip(), mode, sel_start, sel_end)
+        return QuerySpec(chunk.strip(), detect_mode(chunk), sel_start, sel_end)
     start, end = sentence_bounds(text, sel_start)
-    return QuerySpec(text[start:end].strip(), "local", start, end)
+    return QuerySpec(text[start:end].strip(), detect_mode(text[start:end]), start, end)
 
 
 def context_for_mode(text: str, spec: QuerySpec, mode: str) -> QuerySpec:
@@ -172,10 +213,21 @@ def context_for_mode(text: str, spec: QuerySpec, mode: str) -> QuerySpec:
     return QuerySpec(text[start:end].strip(), mode, start, end)
 
 
-def format_citation(key: str, style: str, number: int | None = None) -> str:
-    """The marker for one citation in ``style``."""
+#: The citation commands a user can choose in Settings (LaTeX) and the two Pandoc forms.
+LATEX_COMMANDS = ("\\cite", "\\citep", "\\citet", "\\parencite", "\\autocite")
+PANDOC_SEPARATE, PANDOC_MERGED = "[@key]", "[@key1; @key2]"
+MARKDOWN_FORMS = (PANDOC_MERGED, PANDOC_SEPARATE)
+_LATEX_CMD_RE = re.compile(r"\\([A-Za-z]+\*?)")
+_WORD_CHAR_RE = re.compile(r"\w")
+
+
+def format_citation(
+    key: str, style: str, number: int | None = None, command: str = "\\cite"
+) -> str:
+    """The marker for one citation in ``style`` (``command``: the LaTeX command to use)."""
     if style == LATEX:
-        return f"\\cite{{{key}}}"
+        cmd = command if command in LATEX_COMMANDS else "\\cite"
+        return f"{cmd}{{{key}}}"
     if style == MARKDOWN:
         return f"[@{key}]"
     return f"[{number if number is not None else key}]"
@@ -183,21 +235,102 @@ def format_citation(key: str, style: str, number: int | None = None) -> str:
 
 def _strip_back(text: str, pos: int, lower: int) -> int:
     """Move ``pos`` left over whitespace and sentence-final punctuation (cite before the period)."""
+    pos = max(lower, min(pos, len(text)))
     while pos > lower and text[pos - 1] in " \t\n":
+        pos -= 1
+    while pos > lower and text[pos - 1] in "\"')]" and _closing_quote(text, pos - 1, lower):
         pos -= 1
     while pos > lower and text[pos - 1] in ".!?;:":
         pos -= 1
     return pos
 
 
+def _closing_quote(text: str, i: int, lower: int) -> bool:
+    """``text[i]`` closes a quote/parenthesis right after sentence-final punctuation (``."``)."""
+    return i > lower and text[i - 1] in ".!?"
+
+
+def _word_end(text: str, pos: int) -> int:
+    """Never inside a word: a position between two word characters moves to the word's end."""
+    while (
+        0 < pos < len(text)
+        and _WORD_CHAR_RE.match(text[pos - 1])
+        and _WORD_CHAR_RE.match(text[pos])
+    ):
+        pos += 1
+    return pos
+
+
+def _span_command(text: str, span: CitationSpan) -> str:
+    m = _LATEX_CMD_RE.match(text, span.start)
+    return "\\" + m.group(1) if m else ""
+
+
+def _add_to_span(text: str, span: CitationSpan, key: str, style: str, number: int | None) -> Edit:
+    """Add ``key`` to an existing marker (``\\cite{a,b}``, ``[@a; @b]``, ``[1, 2]``)."""
+    if key in span.keys:
+        return Edit(span.end, span.end, "")
+    if style == LATEX:
+        close = span.start + text[span.start : span.end].rfind("}")
+        return Edit(close, close, ("," if span.keys else "") + key)
+    close = span.end - 1
+    if style == MARKDOWN:
+        return Edit(close, close, f"; @{key}")
+    return Edit(close, close, f", {number if number is not None else key}")
+
+
+def _adjacent_span(
+    text: str, pos: int, style: str, command: str, markdown_form: str
+) -> CitationSpan | None:
+    """A marker of the same kind touching ``pos`` (only spaces/``~`` between) to merge into."""
+    if style == MARKDOWN and markdown_form == PANDOC_SEPARATE:
+        return None
+    for span in citation_spans(text, style):
+        if span.style != style:
+            continue
+        before = text[span.end : pos] if span.end <= pos else None
+        after = text[pos : span.start] if span.start >= pos else None
+        touching = (before is not None and before.strip(" ~") == "") or (
+            after is not None and after.strip(" ~") == ""
+        )
+        if not touching:
+            continue
+        if style == LATEX and _span_command(text, span) != command:
+            continue
+        if style == LATEX and re.search(r"\[[^\]]*\]", text[span.start : span.end]):
+            continue  # a marker with a page/prenote stays as the author wrote it
+        return span
+    return None
+
+
+def insertion_point(text: str, sel_start: int, sel_end: int) -> int:
+    """Where a citation goes: a selection's end, else the caret's sentence end, in both
+    cases before the final punctuation and never inside a word."""
+    if sel_end < sel_start:
+        sel_start, sel_end = sel_end, sel_start
+    if sel_end > sel_start:
+        pos = _strip_back(text, sel_end, sel_start)
+        return _word_end(text, pos)
+    s_start, s_end = sentence_bounds(text, sel_start)
+    return _word_end(text, _strip_back(text, s_end, s_start))
+
+
 def citation_edit(
-    text: str, sel_start: int, sel_end: int, key: str, style: str, number: int | None = None
+    text: str,
+    sel_start: int,
+    sel_end: int,
+    key: str,
+    style: str,
+    number: int | None = None,
+    command: str = "\\cite",
+    markdown_form: str = PANDOC_MERGED,
 ) -> Edit:
     """How to insert a citation of ``key`` for the cursor/selection.
 
-    Priority: an empty slot (``\\cite{}``, ``[@?]``, ``[?]``) in the sentence; the
-    citation marker under the cursor (the key is added to it); the cursor; for a
-    selection, its end before the final punctuation.
+    Priority: an empty slot (``\\cite{}``, ``[@?]``, ``[?]``) in the sentence; the citation
+    marker under the caret (the key is added to it); otherwise the selection's end or the
+    caret's sentence end, before the final punctuation and never inside a word, merged into
+    a citation of the same kind that already stands there.
     """
     if sel_end < sel_start:
         sel_start, sel_end = sel_end, sel_start
@@ -205,28 +338,37 @@ def citation_edit(
     lo, hi = min(s_start, sel_start), max(s_end, sel_end)
     slot = EMPTY_SLOT_RE.search(text, lo, hi)
     if slot:
-        return Edit(slot.start(), slot.end(), format_citation(key, style, number))
-    for span in citation_spans(text, style):
-        if span.start <= sel_start <= span.end and span.style == style and sel_start == sel_end:
-            if key in span.keys:
-                return Edit(sel_start, sel_start, "")
-            inner = text[span.start : span.end]
-            if style == LATEX:
-                close = span.start + inner.rfind("}")
-                return Edit(close, close, ("," if span.keys else "") + key)
-            if style == MARKDOWN:
-                close = span.end - 1
-                return Edit(close, close, f"; @{key}")
-            close = span.end - 1
-            return Edit(close, close, f", {number if number is not None else key}")
-    pos = sel_start if sel_end == sel_start else _strip_back(text, sel_end, sel_start)
-    marker = format_citation(key, style, number)
+        return Edit(slot.start(), slot.end(), format_citation(key, style, number, command))
+    if sel_start == sel_end:
+        for span in citation_spans(text, style):
+            if span.start < sel_start < span.end and span.style == style:
+                return _add_to_span(text, span, key, style, number)
+    pos = insertion_point(text, sel_start, sel_end)
+    span = _adjacent_span(text, pos, style, command, markdown_form)
+    if span is not None:
+        return _add_to_span(text, span, key, style, number)
+    marker = format_citation(key, style, number, command)
     before = text[pos - 1] if pos > 0 else ""
     if style == LATEX:
         prefix = "~" if before and not before.isspace() and before not in "~(" else ""
     else:
         prefix = " " if before and not before.isspace() and before not in "([" else ""
     return Edit(pos, pos, prefix + marker)
+
+
+_FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+
+
+def front_matter_edit(text: str, bib_name: str) -> Edit | None:
+    """Markdown: add ``bibliography: <bib_name>`` to the YAML front matter (created when there is
+    none) so Pandoc finds the entries; None when the manuscript already names one."""
+    m = _FRONT_MATTER_RE.match(text)
+    if m:
+        if re.search(r"^bibliography\s*:", m.group(1), re.M):
+            return None
+        at = m.start(1) + len(m.group(1))
+        return Edit(at, at, f"\nbibliography: {bib_name}")
+    return Edit(0, 0, f"---\nbibliography: {bib_name}\n---\n\n")
 
 
 def apply_edit(text: str, edit: Edit) -> str:
@@ -237,6 +379,37 @@ _TEX_TITLE_RE = re.compile(r"\\title(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}",
 _TEX_ABSTRACT_RE = re.compile(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", re.S)
 _TEX_BIB_RE = re.compile(r"\\(?:bibliography|addbibresource)(?:\[[^\]]*\])?\{([^}]+)\}")
 _MD_FIELD_RE = re.compile(r"^(title|abstract|bibliography):\s*[\"']?(.+?)[\"']?\s*$", re.M)
+_YAML_LIST_ITEM_RE = re.compile(r"^\s*-\s*[\"']?(.+?)[\"']?\s*$")
+
+
+def _front_matter(text: str) -> str:
+    """The YAML header of a Markdown manuscript (``---`` ... ``---``/``...``), else ''."""
+    if not text.startswith("---"):
+        return ""
+    m = re.match(r"---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text, re.S)
+    return m.group(1) if m else ""
+
+
+def _yaml_values(header: str, name: str) -> list[str]:
+    """The value(s) of a top-level YAML field: ``name: x``, ``name: [x, y]`` or a ``- x`` list."""
+    lines = header.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(rf"^{name}:\s*(.*?)\s*$", line)
+        if not m:
+            continue
+        value = m.group(1)
+        if value.startswith("[") and value.endswith("]"):
+            return [v.strip().strip("\"'") for v in value[1:-1].split(",") if v.strip()]
+        if value and value not in ("|", ">"):
+            return [value.strip("\"'")]
+        out = []
+        for item in lines[i + 1 :]:
+            mm = _YAML_LIST_ITEM_RE.match(item)
+            if not mm:
+                break
+            out.append(mm.group(1))
+        return out
+    return []
 
 
 def manuscript_meta(text: str, style: str) -> tuple[str, str]:
@@ -257,20 +430,42 @@ def manuscript_meta(text: str, style: str) -> tuple[str, str]:
     return title, abstract
 
 
+def bib_names(text: str, style: str) -> list[str]:
+    """Every bibliography file a manuscript names, as written (``\\bibliography{a,b}``,
+    ``\\addbibresource{refs.bib}``, YAML ``bibliography: refs.bib`` or a list), ``.bib`` added."""
+    names: list[str] = []
+    if style == LATEX:
+        for m in _TEX_BIB_RE.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            if re.search(r"(?<!\\)%", text[line_start : m.start()]):
+                continue  # commented out
+            names.extend(n.strip() for n in m.group(1).split(",") if n.strip())
+    elif style == MARKDOWN:
+        names = _yaml_values(_front_matter(text), "bibliography")
+    out = []
+    for name in names:
+        name = name if name.lower().endswith(".bib") else name + ".bib"
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def bib_files_from_manuscript(text: str, path: Path | None, style: str) -> list[Path]:
+    """The .bib files a manuscript names, resolved against its folder (names may leave it)."""
+    if path is None:
+        return []
+    folder = Path(path).parent
+    return [(folder / Path(name).expanduser()).resolve() for name in bib_names(text, style)]
+
+
 def bib_from_manuscript(text: str, path: Path | None, style: str) -> Path | None:
-    """The .bib file a manuscript names (``\\bibliography{refs}``, ``bibliography: refs.bib``)."""
+    """The .bib file a manuscript names first (``\\bibliography{refs}``, ``bibliography: refs.bib``)
+    that the program may write: an existing file anywhere (``../shared.bib``), or a new one inside
+    the manuscript's folder — never a file created elsewhere (``\\bibliography{/etc/x}``)."""
     if path is None:
         return None
-    name = ""
-    if style == LATEX:
-        m = _TEX_BIB_RE.search(text)
-        name = m.group(1).split(",")[0].strip() if m else ""
-    elif style == MARKDOWN and text.startswith("---"):
-        for field_name, value in _MD_FIELD_RE.findall(text[:4000]):
-            if field_name == "bibliography":
-                name = value.strip()
-    if not name:
-        return None
-    if not name.endswith(".bib"):
-        name += ".bib"
-    return (Path(path).parent / name).resolve()
+    folder = Path(path).parent.resolve()
+    for bib in bib_files_from_manuscript(text, path, style):
+        if bib.is_file() or bib.is_relative_to(folder):
+            return bib
+    return None

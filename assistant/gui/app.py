@@ -93,11 +93,11 @@ def open_window(args=None, db_path: Path | None = None):
     """Create, show and start the main window (sample set-up and files from ``args``)."""
     from dataclasses import replace
 
+    # importing the service loads numpy, onnxruntime, faiss and bm25s now: C-extension set-up
+    # holds the GIL, so doing it later on a job thread would freeze the UI for a moment
     from assistant.gui.main_window import MainWindow
     from assistant.gui.settings import load_settings
-    from assistant.service.engine import preload_modules
 
-    preload_modules()
     settings = load_settings()
     if db_path is not None:
         settings = replace(settings, library_path=str(db_path))

@@ -7,16 +7,26 @@ from pathlib import Path
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from assistant.documents import textops
-from assistant.documents.bibfile import append_entry, entry_number
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
+from assistant.gui.flagged import count_text
 from assistant.gui.settings import bib_for_manuscript, remember_bib
-from assistant.service.engine import paper_bibtex
+from assistant.service import (
+    ProgressEvent,
+    analyse_manuscript,
+    pdf_exclusions,
+    plan_citation,
+    read_manuscript,
+    textops,
+    write_pending_entries,
+)
 from assistant.textfile import (
     BinaryFileError,
+    FileRefused,
     TextFormat,
     decode_text,
     encode_text,
+    max_file_bytes,
+    read_file,
     unencodable,
     write_atomic,
 )
@@ -71,6 +81,16 @@ def missing_marks(text: str, missing) -> list[MarginMark]:
     return marks
 
 
+def _relative_name(bib: Path, manuscript: Path | None) -> str:
+    """How the manuscript names its .bib (relative to the manuscript's folder when it can)."""
+    if manuscript is not None:
+        try:
+            return str(Path(bib).resolve().relative_to(Path(manuscript).resolve().parent))
+        except ValueError:
+            pass
+    return str(bib)
+
+
 class DocumentOps:
     """Mixed into ``MainWindow`` (needs ``tabs``, ``runner``, ``engine``, ``show_error``, ``set_status``)."""
 
@@ -86,6 +106,7 @@ class DocumentOps:
 
     def _add_tab(self, editor: ManuscriptEditor, state: DocumentState) -> ManuscriptEditor:
         editor.state = state
+        editor.marks_changed.connect(lambda _n, e=editor: self.show_flagged(e))
         editor.document().modificationChanged.connect(
             lambda _m, e=editor: self._update_tab_title(e)
         )
@@ -117,11 +138,12 @@ class DocumentOps:
                 self.tabs.setCurrentIndex(i)
                 return self.tabs.widget(i)
         try:
-            text, text_format = decode_text(path.read_bytes())
-        except (OSError, BinaryFileError) as exc:
-            self.show_error(
-                "Cannot open the manuscript", f"{path}: {getattr(exc, 'strerror', None) or exc}"
-            )
+            text, text_format = decode_text(read_file(path, limit=max_file_bytes(64 * 2**20)))
+        except FileRefused as exc:
+            self.show_error("Cannot open the manuscript", str(exc))
+            return None
+        except BinaryFileError as exc:
+            self.show_error("Cannot open the manuscript", f"{path}: {exc}")
             return None
         style = textops.style_for_path(path)
         editor = ManuscriptEditor(style=style)
@@ -180,13 +202,22 @@ class DocumentOps:
             fmt = replace(fmt, encoding="utf-8", bom=b"")
         try:
             write_atomic(path, encode_text(text, fmt))
+        except FileRefused as exc:  # read-only file, FIFO, the library...: one clear line
+            self.show_error("Cannot save", str(exc))
+            return False
         except OSError as exc:
             self.show_error("Cannot save", f"{path}: {exc}")
             return False
         editor.state.text_format = fmt
         editor.document().setModified(False)
         self._update_tab_title(editor)
-        self.set_status(f"Saved {path}")
+        added = self.write_pending_bib(editor)
+        bib_note = (
+            f"; {len(added)} entr{'y' if len(added) == 1 else 'ies'} added to {editor.state.bib_path.name}"
+            if added
+            else ""
+        )
+        self.set_status(f"Saved {path}{bib_note}")
         if lost:
             chars = " ".join(lost[:10])
             self.show_error(
@@ -259,10 +290,14 @@ class DocumentOps:
 
     # --- insert / copy ------------------------------------------------------------------------
     def insert_recommendation(self, rec) -> bool:
-        """Insert the citation at the cursor/slot and add the entry to the manuscript's .bib file."""
+        """Insert the citation (one undo step) and queue its .bib entry for the next save.
+
+        The .bib file is written when the manuscript is saved, with the entries of the
+        citations still in the text then: undoing an Insert so also drops its entry, and
+        nothing touches the .bib before the draft itself is saved.
+        """
         editor, state = self.current_editor(), self.current_state()
         paper = rec.paper
-        library = self.library_panel.library
         if state.read_only:
             self.show_error(
                 "Read-only text", "Citations are inserted into manuscripts, not into imported PDFs."
@@ -271,26 +306,60 @@ class DocumentOps:
         bib = self.bib_path_for(state)
         if bib is None:
             return False
+        start, end = editor.selection_range()
         try:
-            entry = paper_bibtex(library, paper)
-            result = append_entry(bib, entry)
+            settings = getattr(self, "settings", None)
+            plan = plan_citation(
+                self.engine,
+                rec.paper,
+                editor.toPlainText(),
+                start,
+                end,
+                state.style,
+                bib,
+                command=getattr(settings, "cite_command", "\\cite"),
+                markdown_form=getattr(settings, "markdown_cite", textops.PANDOC_MERGED),
+                pending=list(state.pending_bib),
+            )
         except Exception as exc:
             self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
             return False
-        number = entry_number(bib, result.key) if state.style == textops.NUMERIC else None
-        start, end = editor.selection_range()
-        edit = textops.citation_edit(
-            editor.toPlainText(), start, end, result.key, state.style, number
-        )
-        editor.apply_edit(edit)
-        verb = {"added": "added to", "renamed": "added (renamed) to"}.get(
-            result.status, "already in"
-        )
-        self.set_status(f"Cited {result.key}; entry {verb} {bib.name}")
+        key = plan.key
+        if plan.bib.writes and key not in state.pending_bib:
+            state.pending_bib[key] = self.engine.paper_bibtex(paper)
+        text = editor.toPlainText()
+        edits = [plan.edit]
+        if state.style == textops.MARKDOWN:
+            front = textops.front_matter_edit(text, _relative_name(bib, state.path))
+            if front is not None:
+                edits.append(front)
+        editor.apply_edits(edits)
+        editor.setFocus()  # Ctrl+Z right after a click on Insert undoes it
+        if plan.bib.writes:
+            where = f"{bib.name} gets its entry when you save the manuscript"
+        else:
+            where = f"entry already in {bib.name}"
+        self.set_status(f"Cited {key}; {where} (Ctrl+Z undoes both)")
         return True
 
+    def write_pending_bib(self, editor: ManuscriptEditor) -> list[str]:
+        """Append the queued entries still cited in the manuscript to its .bib; returns their keys."""
+        state = editor.state
+        if not state.pending_bib or state.bib_path is None:
+            state.pending_bib.clear()
+            return []
+        try:
+            written = write_pending_entries(
+                state.bib_path, state.pending_bib, editor.toPlainText(), state.style
+            )
+        except Exception as exc:
+            self.show_error("Cannot update the bibliography", f"{state.bib_path}: {exc}")
+            return []
+        state.pending_bib.clear()
+        return written
+
     def copy_bibtex(self, rec) -> str:
-        text = paper_bibtex(self.library_panel.library, rec.paper)
+        text = self.engine.paper_bibtex(rec.paper)
         QGuiApplication.clipboard().setText(text)
         self.set_status(f"BibTeX of {rec.paper.citekey} copied to the clipboard")
         return text
@@ -311,18 +380,22 @@ class DocumentOps:
         path = Path(path)
 
         def job(progress, cancelled):
-            from assistant.documents.manuscript import find_missing_citations
-            from assistant.documents.pdf import parse_pdf
-
-            progress(0, 0, f"Reading {path.name}…")
-            doc = parse_pdf(path)
-            progress(0, 0, "Looking for sentences that need a citation…")
-            recommender = self.engine._recommender  # suggestions only when the engine is ready
-            missing = find_missing_citations(doc, recommender=recommender, k=3, cancelled=cancelled)
-            return doc, missing
+            progress(ProgressEvent(0, None, "pdf", f"Reading {path.name}…"))
+            doc = read_manuscript(path, "pdf")
+            try:
+                self_ids, cited_ids = pdf_exclusions(self.engine, doc)
+            except Exception:  # linking helps; never a reason to lose the PDF
+                self_ids, cited_ids = (), ()
+            progress(
+                ProgressEvent(0, None, "analyse", "Looking for sentences that need a citation…")
+            )
+            analysis = analyse_manuscript(
+                self.engine, doc, k=3, recommend=self.engine.ready, link=False, cancelled=cancelled
+            )
+            return doc, analysis.missing, self_ids, cited_ids
 
         def done(payload) -> None:
-            doc, missing = payload
+            doc, missing, self_ids, cited_ids = payload
             text = document_text(doc)
             editor = ManuscriptEditor(style=textops.NUMERIC)
             editor.setPlainText(text)
@@ -334,16 +407,18 @@ class DocumentOps:
                 title=doc.title,
                 abstract=doc.abstract,
                 read_only=True,
-                extras={"pdf": str(path)},
+                extras={"pdf": str(path), "doc": doc, "self_ids": self_ids, "cited_ids": cited_ids},
             )
             self._add_tab(editor, state)
             self.tabs.setTabText(self.tabs.indexOf(editor), f"{path.name} (PDF)")
             editor.set_marks(missing_marks(text, missing))
+            self.show_flagged(editor)
             editor.mark_clicked.connect(lambda _mark: self.recommend())
             warn = f" — {len(doc.warnings)} warning(s)" if doc.warnings else ""
             self.set_status(
                 f"{path.name}: {sum(1 for _ in doc.sentences())} sentences, "
-                f"{len(doc.citing_sentences())} with citations, {len(missing)} may need one{warn}"
+                f"{len(doc.citing_sentences())} with citations; {count_text(len(editor.marks))}"
+                f"{warn}"
             )
 
         def failed(message, trace) -> None:
@@ -363,20 +438,19 @@ class DocumentOps:
         editor = editor or self.current_editor()
         state = editor.state
         text = editor.toPlainText()
+        pdf_doc = state.extras.get("doc")  # a PDF tab: the same analysis as on load, same count
 
         def job(progress, cancelled):
-            from assistant.documents.draft import parse_draft
-            from assistant.documents.manuscript import find_missing_citations
-
-            return find_missing_citations(parse_draft(text, fmt=state.style))
+            if pdf_doc is not None:  # a PDF tab: the same analysis as on load, same count
+                return analyse_manuscript(None, pdf_doc, cancelled=cancelled).missing
+            return analyse_manuscript(None, text, fmt=state.style, cancelled=cancelled).missing
 
         def done(missing) -> None:
             if editor.toPlainText() != text:
                 return  # edited meanwhile: offsets are stale
             editor.set_marks(missing_marks(text, missing))
-            self.set_status(
-                f"{len(missing)} sentence(s) may need a citation (orange marks in the margin)"
-            )
+            self.show_flagged(editor)
+            self.set_status(count_text(len(editor.marks)))
 
         return self.runner.submit(
             "analyse",

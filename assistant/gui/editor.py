@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt, Signal
@@ -18,7 +18,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
-from assistant.documents import textops
+from assistant.gui import qtext
+from assistant.service import textops
 from assistant.textfile import TextFormat
 
 CITE_COLOURS = {textops.LATEX: "#1565c0", textops.MARKDOWN: "#1565c0", textops.NUMERIC: "#6a1b9a"}
@@ -59,23 +60,27 @@ class CitationHighlighter(QSyntaxHighlighter):
         self.style = style
         self.rehighlight()
 
+    def _format(self, text: str, start: int, end: int, fmt: QTextCharFormat) -> None:
+        """``setFormat`` for a code-point span (Qt wants UTF-16 positions)."""
+        self.setFormat(*qtext.span_to_qt(text, start, end), fmt)
+
     def highlightBlock(self, text: str) -> None:
         if self.style == textops.LATEX:
             for m in _LATEX_COMMAND_RE.finditer(text):
-                self.setFormat(m.start(), m.end() - m.start(), self.command_format)
+                self._format(text, m.start(), m.end(), self.command_format)
         if self.style == textops.MARKDOWN and _MD_HEADING_RE.match(text):
-            self.setFormat(0, len(text), self.heading_format)
+            self._format(text, 0, len(text), self.heading_format)
         for span in textops.citation_spans(
             text, None if self.style == textops.NUMERIC else self.style
         ):
             fmt = self.numeric_format if span.style == textops.NUMERIC else self.cite_format
-            self.setFormat(span.start, span.end - span.start, fmt)
+            self._format(text, span.start, span.end, fmt)
         for m in textops.EMPTY_SLOT_RE.finditer(text):
-            self.setFormat(m.start(), m.end() - m.start(), self.slot_format)
+            self._format(text, m.start(), m.end(), self.slot_format)
         if self.style == textops.LATEX:
             m = _LATEX_COMMENT_RE.search(text)
             if m:
-                self.setFormat(m.start(), m.end() - m.start(), self.comment_format)
+                self._format(text, m.start(), m.end(), self.comment_format)
 
 
 @dataclass
@@ -108,10 +113,7 @@ class _Margin(QWidget):
     def mousePressEvent(self, event) -> None:
         mark = self.editor.mark_at_y(event.position().y())
         if mark:
-            cursor = self.editor.textCursor()
-            cursor.setPosition(mark.start)
-            cursor.setPosition(mark.end, QTextCursor.MoveMode.KeepAnchor)
-            self.editor.setTextCursor(cursor)
+            self.editor.select_range(mark.start, mark.end)
             self.editor.mark_clicked.emit(mark)
 
 
@@ -119,6 +121,7 @@ class ManuscriptEditor(QPlainTextEdit):
     """Plain-text manuscript editor with line numbers and missing-citation marks."""
 
     mark_clicked = Signal(object)
+    marks_changed = Signal(int)  # how many missing-citation marks are left
 
     def __init__(self, parent: QWidget | None = None, style: str = textops.LATEX) -> None:
         super().__init__(parent)
@@ -130,6 +133,8 @@ class ManuscriptEditor(QPlainTextEdit):
         self.highlighter = CitationHighlighter(self.document(), style)
         self.marks: list[MarginMark] = []
         self._margin = _Margin(self)
+        self._text_len = 0
+        self.document().contentsChange.connect(self._contents_changed)
         self.blockCountChanged.connect(self._update_margin_width)
         self.updateRequest.connect(self._update_margin)
         self._update_margin_width()
@@ -161,8 +166,27 @@ class ManuscriptEditor(QPlainTextEdit):
         self._margin.setGeometry(QRect(cr.left(), cr.top(), self.margin_width(), cr.height()))
 
     def _marked_blocks(self) -> dict[int, MarginMark]:
-        doc = self.document()
-        return {doc.findBlock(m.start).blockNumber(): m for m in self.marks}
+        doc, text = self.document(), self.toPlainText()
+        return {doc.findBlock(qtext.to_qt(text, m.start)).blockNumber(): m for m in self.marks}
+
+    def _contents_changed(self, qpos: int, removed: int, added: int) -> None:
+        """Keep missing-citation marks on their sentences: an edit inside a marked sentence
+        (such as an inserted citation) removes its mark; marks after the edit move with it."""
+        text = self.toPlainText()
+        delta, self._text_len = len(text) - self._text_len, len(text)
+        if not self.marks:
+            return
+        pos = qtext.to_py(text, qpos)
+        hit_end = pos + removed  # old coordinates (UTF-16 count: close enough for a bound)
+        kept = []
+        for mark in self.marks:
+            if mark.end < pos:
+                kept.append(mark)
+            elif mark.start >= hit_end and mark.start + delta >= 0:
+                kept.append(replace(mark, start=mark.start + delta, end=mark.end + delta))
+        if len(kept) != len(self.marks) or delta:
+            self.set_marks(kept)
+            self.marks_changed.emit(len(kept))
 
     def paint_margin(self, event) -> None:
         painter = QPainter(self._margin)
@@ -205,7 +229,8 @@ class ManuscriptEditor(QPlainTextEdit):
 
     def set_marks(self, marks: list[MarginMark]) -> None:
         """Show missing-citation suggestions: a dot in the margin and a wavy underline."""
-        self.marks = list(marks)
+        self.marks = sorted(marks, key=lambda m: m.start)
+        text = self.toPlainText()
         selections = []
         for mark in self.marks:
             sel = QTextEdit.ExtraSelection()
@@ -213,16 +238,17 @@ class ManuscriptEditor(QPlainTextEdit):
             sel.format.setUnderlineColor(QColor("#ef6c00"))
             sel.format.setToolTip(mark.reason)
             sel.cursor = self.textCursor()
-            sel.cursor.setPosition(mark.start)
-            sel.cursor.setPosition(mark.end, QTextCursor.MoveMode.KeepAnchor)
+            sel.cursor.setPosition(qtext.to_qt(text, mark.start))
+            sel.cursor.setPosition(qtext.to_qt(text, mark.end), QTextCursor.MoveMode.KeepAnchor)
             selections.append(sel)
         self.setExtraSelections(selections)
         self._margin.update()
 
     # --- queries and insertion --------------------------------------------------------------------
     def selection_range(self) -> tuple[int, int]:
-        cursor = self.textCursor()
-        return cursor.selectionStart(), cursor.selectionEnd()
+        """The selection (or caret) as code-point offsets into ``toPlainText()``."""
+        cursor, text = self.textCursor(), self.toPlainText()
+        return qtext.to_py(text, cursor.selectionStart()), qtext.to_py(text, cursor.selectionEnd())
 
     def query_spec(self) -> textops.QuerySpec:
         start, end = self.selection_range()
@@ -230,18 +256,38 @@ class ManuscriptEditor(QPlainTextEdit):
 
     def apply_edit(self, edit: textops.Edit) -> None:
         """Apply an edit as one undo step and put the cursor after it."""
+        self.apply_edits([edit])
+
+    def apply_edits(self, edits: list[textops.Edit]) -> None:
+        """Apply non-overlapping code-point edits as ONE undo step; the cursor ends after the
+        last-positioned one."""
+        text = self.toPlainText()
         cursor = self.textCursor()
         cursor.beginEditBlock()
-        cursor.setPosition(edit.start)
-        cursor.setPosition(edit.end, QTextCursor.MoveMode.KeepAnchor)
-        cursor.insertText(edit.replacement)
+        after = None
+        for edit in sorted(edits, key=lambda e: e.start, reverse=True):
+            cursor.setPosition(qtext.to_qt(text, edit.start))
+            cursor.setPosition(qtext.to_qt(text, edit.end), QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertText(edit.replacement)
+            if after is None:
+                after = cursor.position()
         cursor.endEditBlock()
+        if after is not None:
+            shift = sum(
+                qtext.qt_length(e.replacement)
+                - (qtext.to_qt(text, e.end) - qtext.to_qt(text, e.start))
+                for e in edits
+                if e.start < max(x.start for x in edits)
+            )
+            cursor.setPosition(after + shift)
         self.setTextCursor(cursor)
 
     def select_range(self, start: int, end: int) -> None:
+        """Select ``[start, end)`` given as code-point offsets into ``toPlainText()``."""
+        text = self.toPlainText()
         cursor = self.textCursor()
-        cursor.setPosition(start)
-        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        cursor.setPosition(qtext.to_qt(text, start))
+        cursor.setPosition(qtext.to_qt(text, end), QTextCursor.MoveMode.KeepAnchor)
         self.setTextCursor(cursor)
 
 
@@ -256,6 +302,9 @@ class DocumentState:
     abstract: str = ""
     read_only: bool = False
     extras: dict = field(default_factory=dict)
+    #: .bib entries of inserted citations, written when the manuscript is saved (only those
+    #: still cited then): ``key -> BibTeX text``. Undoing an Insert so drops its entry too.
+    pending_bib: dict[str, str] = field(default_factory=dict)
     text_format: TextFormat = field(
         default_factory=TextFormat
     )  # encoding/line endings kept on save

@@ -51,6 +51,7 @@ class LibraryPanel(QWidget):
     rebuild_requested = Signal()
     cite_requested = Signal(object)  # a Paper
     library_changed = Signal()
+    index_now_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -166,6 +167,20 @@ class LibraryPanel(QWidget):
         self.undo_button.clicked.connect(self.undo_trash)
         undo_row.addWidget(self.undo_button)
         layout.addLayout(undo_row)
+        self.stale_bar = QWidget()
+        self.stale_bar.setObjectName("staleIndexBar")
+        stale_row = QHBoxLayout(self.stale_bar)
+        stale_row.setContentsMargins(0, 0, 0, 0)
+        self.stale_label = QLabel("")
+        self.stale_label.setWordWrap(True)
+        self.stale_label.setStyleSheet("color:#8a6d00")
+        stale_row.addWidget(self.stale_label, 1)
+        self.index_now_button = QPushButton("Index now")
+        self.index_now_button.setObjectName("indexNowButton")
+        self.index_now_button.clicked.connect(self.index_now_requested.emit)
+        stale_row.addWidget(self.index_now_button)
+        self.stale_bar.setVisible(False)
+        layout.addWidget(self.stale_bar)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
         self.progress.setTextVisible(True)
@@ -609,6 +624,11 @@ class LibraryPanel(QWidget):
 
     def set_status(self, status) -> None:
         self.status_label.setText(f"Index: {status.describe()}")
+
+    def set_stale(self, stale: bool, detail: str = "") -> None:
+        """Announce an index that lags the library, with a one-click "Index now"."""
+        self.stale_label.setText(f"⚠ The index is out of date: {detail}" if stale else "")
+        self.stale_bar.setVisible(stale)
 
 
 def paper_html(paper) -> str:

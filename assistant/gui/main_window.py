@@ -23,16 +23,32 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.config import RESOURCES_DIR
-from assistant.documents import textops
 from assistant.gui.documents_ops import DocumentOps
+from assistant.gui.flagged import FlaggedList, count_text
 from assistant.gui.library_panel import LibraryPanel
+from assistant.gui.menus import (
+    LIBRARY_MIN_WIDTH,
+    RESULTS_MIN_WIDTH,
+    build_edit_menu,
+    build_help_menu,
+    central_with_find_bar,
+    fit_to_screen,
+    size_docks,
+)
 from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
-from assistant.service.engine import Engine, EngineSettings
+from assistant.service import (
+    MODES,
+    LibraryOpenError,
+    Service,
+    ServiceSettings,
+    query_for_selection,
+    textops,
+)
 
 log = logging.getLogger(__name__)
-MODES = ("auto", "local", "paragraph", "global")
+
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
 
@@ -57,8 +73,9 @@ class MainWindow(QMainWindow, DocumentOps):
         if ICON_PATH.exists():
             self.setWindowIcon(QIcon(str(ICON_PATH)))
         self.resize(1400, 860)
-        self.runner = JobRunner(self)
-        self.engine = Engine(self._engine_settings())
+        self.runner = JobRunner(self)  # engine jobs: models, import, index, adapt, analysis
+        self.rec_runner = JobRunner(self)  # recommendations only: never wait behind a job
+        self.engine = Service(self._engine_settings())
         self.last_result = None
         self.last_error_dialog: QMessageBox | None = None
         self.cited_ids: tuple[int, ...] = ()
@@ -74,13 +91,26 @@ class MainWindow(QMainWindow, DocumentOps):
         self.library_panel.rebuild_requested.connect(self.rebuild_index)
         self.library_panel.cite_requested.connect(self.cite_paper)
         self.library_panel.cancel_button.clicked.connect(lambda: self.runner.cancel("engine"))
+        self.library_panel.index_now_requested.connect(self.rebuild_index)
         self._dock(self.library_panel, "Library", Qt.DockWidgetArea.LeftDockWidgetArea)
         self.results_panel = ResultsPanel()
         self.results_panel.insert_requested.connect(self.insert_recommendation)
         self.results_panel.copy_requested.connect(self.copy_bibtex)
         self._dock(self.results_panel, "Recommendations", Qt.DockWidgetArea.RightDockWidgetArea)
+        self.results_panel.leave_requested.connect(lambda: self.current_editor().setFocus())
+        self.flagged_list = FlaggedList()
+        self.flagged_list.activated.connect(self.go_to_mark)
+        self._dock(self.flagged_list, "Flagged sentences", Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.tabifyDockWidget(
+            self.findChild(QDockWidget, "Library"), self.findChild(QDockWidget, "Flagged sentences")
+        )
+        self.findChild(QDockWidget, "Library").raise_()
+        self.tabs.currentChanged.connect(lambda _i: self.show_flagged())
 
         self._build_actions()
+        self.setCentralWidget(central_with_find_bar(self, self.tabs))
+        self.library_panel.setMinimumWidth(LIBRARY_MIN_WIDTH)
+        self.results_panel.setMinimumWidth(RESULTS_MIN_WIDTH)
         self.status_label = QLabel("Ready")
         self.status_progress = QProgressBar()
         self.status_progress.setMaximumWidth(220)
@@ -88,13 +118,14 @@ class MainWindow(QMainWindow, DocumentOps):
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.status_progress)
         self.runner.busy_changed.connect(self._busy_changed)
+        self.rec_runner.busy_changed.connect(self._busy_changed)
         self._restore_filters()
         self.new_document()
 
     # --- construction -------------------------------------------------------------------------
-    def _engine_settings(self) -> EngineSettings:
+    def _engine_settings(self) -> ServiceSettings:
         s = self.settings
-        return EngineSettings(
+        return ServiceSettings(
             db_path=s.db_path,
             encoder=s.encoder or None,
             device=s.device,
@@ -152,6 +183,7 @@ class MainWindow(QMainWindow, DocumentOps):
             tip="Fine-tune the search model on this library's citations, then re-index",
         )
         self._action(lib_menu, "&Settings…", self.settings_dialog, "Ctrl+,")
+        self.edit_menu = bar.addMenu("&Edit")
         rec_menu = bar.addMenu("&Recommend")
         self.recommend_action = self._action(
             rec_menu,
@@ -168,7 +200,7 @@ class MainWindow(QMainWindow, DocumentOps):
             "Ctrl+Shift+C",
             "Find a paper of the library by title, author, key or DOI and cite it at the cursor",
         )
-        self._action(rec_menu, "&Cancel", lambda: self.runner.cancel("recommend"), "Esc")
+        self._action(rec_menu, "&Cancel", lambda: self.rec_runner.cancel("recommend"), "Esc")
         rec_menu.addSeparator()
         for n in range(1, 10):
             action = self._action(
@@ -181,6 +213,17 @@ class MainWindow(QMainWindow, DocumentOps):
             self.library_panel.search_edit.setFocus,
             "Ctrl+Shift+F",
         )
+        self._action(
+            rec_menu,
+            "Go to the &results",
+            self.focus_results,
+            "Ctrl+Shift+R",
+            "Move the keyboard to the result cards (arrows move, Enter inserts, Esc returns)",
+        )
+        self._action(rec_menu, "Next &flagged sentence", self.next_flagged, "F8")
+        self._action(rec_menu, "Previous flagged sentence", self.previous_flagged, "Shift+F8")
+        build_edit_menu(self, bar)
+        build_help_menu(self, bar)
 
         toolbar = QToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -196,8 +239,8 @@ class MainWindow(QMainWindow, DocumentOps):
         for mode in MODES:
             self.mode_box.addItem(mode.capitalize(), mode)
         self.mode_box.setToolTip(
-            "Auto: a sentence → local, several sentences → paragraph, "
-            "several paragraphs → global (title + abstract)"
+            "Auto (as the CLI): one or two sentences → local, three or more → paragraph; "
+            "Global searches with the manuscript's title + abstract"
         )
         toolbar.addWidget(self.mode_box)
         self.mode_label = QLabel("")
@@ -227,8 +270,6 @@ class MainWindow(QMainWindow, DocumentOps):
     # --- engine lifecycle ---------------------------------------------------------------------
     def start(self, prepare: bool = True) -> None:
         """Open the library in the panel and load models/index in the background."""
-        from assistant.library.schema import LibraryOpenError
-
         try:
             self.library_panel.set_library_path(self.engine.db_path)
         except (
@@ -267,6 +308,7 @@ class MainWindow(QMainWindow, DocumentOps):
         self.library_panel.hide_progress()
         if status is not None:
             self.library_panel.set_status(status)
+            self.library_panel.set_stale(False)
         self.library_panel.refresh()
         self.set_status(
             "Ready" if status and status.papers else "The library is empty: import papers first"
@@ -275,12 +317,13 @@ class MainWindow(QMainWindow, DocumentOps):
 
     def _engine_cancelled(self) -> None:
         self.library_panel.hide_progress()
-        self.set_status("Cancelled")
+        self.set_status("Cancelled; the current index and model stay in use")
+        self._show_index_state()
 
     def rebuild_index(self) -> None:
         def job(progress, cancelled):
             self.engine.build_index(progress, cancelled)
-            return self.engine.prepare(progress, cancelled)
+            return self.engine.status()
 
         self.run_engine_job(job, "Rebuilding the index…", on_done=self._engine_prepared)
 
@@ -351,12 +394,40 @@ class MainWindow(QMainWindow, DocumentOps):
 
     def import_library(self, paths: list[Path]) -> int:
         """Import files/folders in the background, then update the index."""
+        before = self.engine.library.count()
 
         def job(progress, cancelled):
             report = self.engine.import_files(paths, progress, cancelled)
             return report, self.engine.status()
 
-        return self.run_engine_job(job, f"Importing {len(paths)} item(s)…", on_done=self._imported)
+        generation = self.run_engine_job(
+            job, f"Importing {len(paths)} item(s)…", on_done=self._imported
+        )
+        self.runner._jobs[("engine", generation)].on_cancel = lambda: self._import_cancelled(before)
+        return generation
+
+    def _import_cancelled(self, papers_before: int) -> None:
+        """Cancel during an import: say whether it was committed or rolled back, refresh."""
+        self.library_panel.hide_progress()
+        message = self.engine.import_outcome(papers_before)
+        self.library_panel.refresh()
+        self._show_index_state()
+        self.set_status(message)
+
+    def _show_index_state(self) -> None:
+        """Counts in the library panel and, when papers are not indexed yet, an Index-now bar."""
+        try:
+            status = self.engine.status()
+            stale = self.engine.index_stale()
+        except Exception as exc:  # a closed/broken library: the panel says so elsewhere
+            log.warning("index state unavailable: %s", exc)
+            return
+        self.library_panel.set_status(status)
+        self.library_panel.set_stale(
+            stale,
+            f"{status.papers - status.embedded:+d} papers since the index was built; "
+            "recommendations use the last index.",
+        )
 
     def _imported(self, payload) -> None:
         report, status = payload
@@ -381,63 +452,68 @@ class MainWindow(QMainWindow, DocumentOps):
         return self.mode_box.currentData() or "auto"
 
     def build_query(self):
-        """The pipeline Query for the current selection/cursor and the chosen mode."""
-        from assistant.retrieval.query import Query
-
+        """The pipeline Query for the current selection/cursor and the chosen mode (built by the
+        service exactly as for ``assistant recommend``)."""
         editor, state = self.current_editor(), self.current_state()
         text = editor.toPlainText()
-        spec = editor.query_spec()
-        if self.current_mode() != "auto":
-            spec = textops.context_for_mode(text, spec, self.current_mode())
-        title, abstract = (
-            textops.manuscript_meta(text, state.style)
-            if not state.read_only
-            else (state.title, state.abstract)
-        )
-        p_start, p_end = textops.paragraph_bounds(text, spec.start)
-        context = None
-        if spec.mode == "local":  # the neighbouring sentences of the paragraph
-            context = (text[p_start : spec.start] + " " + text[spec.end : p_end]).strip() or None
-        query_text = (
-            spec.text if spec.mode != "global" else ("" if (title or abstract) else spec.text)
-        )
+        start, end = editor.selection_range()
         self.cited_ids = self._cited_ids(text, state.style)
-        return Query(
-            text=query_text,
-            mode=spec.mode,
-            title=title or None,
-            abstract=abstract or None,
-            context=context,
+        if state.extras.get("cited_ids") or state.extras.get("self_ids"):  # a manuscript PDF
+            self.cited_ids = tuple(
+                dict.fromkeys(
+                    (*state.extras.get("self_ids", ()), *state.extras.get("cited_ids", ()))
+                )
+            )
+        return query_for_selection(
+            text,
+            start,
+            end,
+            self.current_mode(),
+            state.style,
+            meta=(state.title, state.abstract) if state.read_only else None,
             cited_ids=self.cited_ids,
-        ), spec
+        )
 
     def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
-        library = self.library_panel.library
-        if library is None:
+        if self.library_panel.library is None:
             return ()
-        ids = []
-        for key in textops.cited_keys(text, style):
-            paper = library.get_by_citekey(key)
-            if paper is not None and paper.id is not None:
-                ids.append(paper.id)
-        return tuple(ids)
+        keys = sorted(textops.cited_keys(text, style))
+        return self.engine.cited_ids(keys, self.library_panel.library)
 
     def recommend(self) -> int | None:
-        """Run the pipeline for the selection/cursor in the background (a newer call wins)."""
+        """Run the pipeline for the selection/cursor on the recommend thread (a newer call wins).
+
+        It never waits for an engine job (import, index, adapt, analysis): those run on the
+        engine thread and the recommender keeps using the last committed index meanwhile.
+        """
         try:
             query, spec = self.build_query()
         except Exception as exc:
             self.show_error("Cannot recommend", str(exc))
             return None
+        self.results_panel.clear_results()  # old cards never stay under a new query
         if not (query.text or query.title or query.abstract):
             self.results_panel.set_message(
                 "Nothing to recommend for: place the cursor in a sentence."
             )
             return None
+        if (
+            query.text
+            and not textops.content_words(query.text)
+            and not (query.title or query.abstract)
+        ):
+            self.results_panel.set_message(
+                "⚠ The text has no content words (only words such as “the”, “this is”): "
+                "select a sentence that says what the cited work is about."
+            )
+            self.set_status("Nothing to search for: the query has only stop words")
+            return None
         k = self.settings.k
         extra = min(len(self.cited_ids), 20)
         self.mode_label.setText(f"  → {spec.mode}")
-        self.results_panel.set_message(f"Recommending ({spec.mode}) for: “{spec.text[:140]}”…")
+        self.results_panel.set_message(
+            f"Recommending ({spec.mode}) for: “{_esc(spec.text[:140])}”…"
+        )
         self.set_status("Recommending…")
 
         filters = self.results_panel.filter_values()
@@ -455,19 +531,31 @@ class MainWindow(QMainWindow, DocumentOps):
                 config.collection_ids = (only_collection,)
             return self.engine.recommend(query, config=config, cancelled=cancelled)
 
-        return self.runner.submit(
+        return self.rec_runner.submit(
             "recommend",
             job,
             on_done=self._recommended,
-            on_error=self._job_failed,
+            on_error=self._recommend_failed,
             on_progress=lambda d, t, m: self.set_status(m or "Recommending…"),
             on_cancel=lambda: None,
         )
+
+    def _recommend_failed(self, message: str, trace: str) -> None:
+        if "being imported or indexed" in message:
+            self.results_panel.set_message(f"⏳ {_esc(message)}")
+            self.set_status("Waiting for the first index")
+            return
+        self._job_failed(message, trace)
 
     def _recommended(self, result) -> None:
         self.last_result = result
         editor, state = self.current_editor(), self.current_state()
         cited = textops.cited_keys(editor.toPlainText(), state.style)
+        self_ids = set(state.extras.get("self_ids", ()))
+        if self_ids:  # a manuscript PDF never recommends itself
+            result.items = [r for r in result.items if r.paper.id not in self_ids]
+        cited_ids = set(state.extras.get("cited_ids", ()))
+        cited |= {r.paper.citekey for r in result.items if r.paper.id in cited_ids}
         timings = getattr(result, "timings_ms", {}) or {}
         total_ms = timings.get("total", sum(timings.values())) if timings else 0.0
         shown = min(len(result.items), self.settings.k)
@@ -483,10 +571,56 @@ class MainWindow(QMainWindow, DocumentOps):
             result.items, header, cited, query_text=result.query.display_text()
         )
         self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
-        status = self.engine.status() if self.engine._library is not None else None
-        if status is not None:
-            self.library_panel.set_status(status)
+        self.library_panel.set_status(self.engine.status())
         self.recommendations_ready.emit(result)
+
+    # --- keyboard: results and flagged sentences -------------------------------------------------
+    def focus_results(self) -> bool:
+        """Ctrl+Shift+R: the keyboard goes to the first result card (arrows, Enter, Esc)."""
+        dock = self.findChild(QDockWidget, "Recommendations")
+        dock.show()
+        dock.raise_()
+        return self.results_panel.focus_card(0)
+
+    def show_flagged(self, editor=None) -> None:
+        """Refresh the side list from the editor's marks (the one count shown everywhere)."""
+        editor = editor or self.tabs.currentWidget()
+        if editor is None or editor is not self.tabs.currentWidget():
+            return
+        self.flagged_list.set_marks(editor.toPlainText(), editor.marks)
+
+    def go_to_mark(self, mark) -> None:
+        editor = self.current_editor()
+        editor.select_range(mark.start, mark.end)
+        editor.centerCursor()
+        if mark in editor.marks:
+            self.flagged_list.select(editor.marks.index(mark))
+        self.recommend()
+
+    def _step_flagged(self, step: int) -> bool:
+        editor = self.current_editor()
+        if not editor.marks:
+            self.set_status(count_text(0))
+            return False
+        caret, _ = editor.selection_range()
+        starts = [m.start for m in editor.marks]
+        if step > 0:
+            index = next((i for i, s in enumerate(starts) if s > caret), 0)
+        else:
+            index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i] < caret), -1)
+        index %= len(starts)
+        dock = self.findChild(QDockWidget, "Flagged sentences")
+        dock.show()
+        dock.raise_()
+        self.go_to_mark(editor.marks[index])
+        self.set_status(f"Flagged sentence {index + 1} of {len(starts)}")
+        return True
+
+    def next_flagged(self) -> bool:
+        return self._step_flagged(1)
+
+    def previous_flagged(self) -> bool:
+        return self._step_flagged(-1)
 
     # --- errors / status ----------------------------------------------------------------------
     def _job_failed(self, message: str, trace: str) -> None:
@@ -511,7 +645,9 @@ class MainWindow(QMainWindow, DocumentOps):
         self.status_label.setText(text)
 
     def _busy_changed(self, channel: str, busy: bool) -> None:
-        any_busy = any(self.runner.is_busy(ch) for ch in ("recommend", "engine", "pdf", "analyse"))
+        any_busy = self.rec_runner.is_busy("recommend") or any(
+            self.runner.is_busy(ch) for ch in ("engine", "pdf", "analyse")
+        )
         self.status_progress.setVisible(any_busy)
         self.status_progress.setRange(0, 0)
         if channel == "recommend":
@@ -541,9 +677,9 @@ class MainWindow(QMainWindow, DocumentOps):
                 self.switch_engine()
 
     def switch_engine(self) -> None:
-        self.runner.cancel("recommend")
+        self.rec_runner.cancel("recommend")
         old = self.engine
-        self.engine = Engine(self._engine_settings())
+        self.engine = Service(self._engine_settings())
         self.runner.submit("close", lambda p, c: old.close())
         self.start()
 
@@ -551,15 +687,18 @@ class MainWindow(QMainWindow, DocumentOps):
         super().showEvent(event)
         if not getattr(self, "_docks_sized", False):
             self._docks_sized = True
-            width = max(self.width(), 900)
-            self.resizeDocks(
-                [
-                    self.findChild(QDockWidget, "Library"),
-                    self.findChild(QDockWidget, "Recommendations"),
-                ],
-                [int(width * 0.24), int(width * 0.36)],
-                Qt.Orientation.Horizontal,
-            )
+            fit_to_screen(self)
+            self.size_docks()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        old, new = event.oldSize().width(), event.size().width()
+        if getattr(self, "_docks_sized", False) and old > 0 and abs(new - old) > 80:
+            self.size_docks()
+
+    def size_docks(self) -> None:
+        """Library ~22 %, results ~34 %, the editor keeps the rest (never below its minimum)."""
+        size_docks(self)
 
     def _restore_filters(self) -> None:
         panel, s = self.results_panel, self.settings
@@ -585,6 +724,7 @@ class MainWindow(QMainWindow, DocumentOps):
             return
         self._store_filters()
         save_settings(self.settings)
+        self.rec_runner.shutdown()
         self.runner.shutdown()
         self.engine.close()
         self.library_panel.close_library()

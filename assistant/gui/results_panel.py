@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 INTENT_COLOURS = {"background": "#1e88e5", "method": "#43a047", "result": "#fb8c00"}
 INTENTS = ("background", "method", "result")
+TWO_ROW_FILTERS_BELOW = 440  # px: narrower panels show the filters on two rows
 BATCH = 3  # cards built per event-loop turn (about 15 ms of UI work each)
 
 
@@ -113,30 +114,73 @@ def snippet_html(abstract: str, terms: frozenset[str]) -> str:
     return f"{lead}<p>{mark(abstract)}</p>"
 
 
+UNCERTAIN_BELOW = 0.55  # a label weaker than this is shown as "uncertain"
+UNCERTAIN_COLOUR = "#9e9e9e"
+
+
+def _probs_text(probs: dict | None) -> str:
+    if not probs:
+        return ""
+    return ", ".join(f"{k} {v:.0%}" for k, v in sorted(probs.items(), key=lambda kv: -kv[1]))
+
+
+def paper_intent(rec, shared: bool = False) -> tuple[str, float | None, bool, str]:
+    """How THIS paper would be cited here: ``(label, confidence, uncertain, why)``.
+
+    ``shared``: every card of the list carries the same distribution, i.e. only the
+    sentence's intent is known and nothing about this paper; shown as uncertain.
+    A confidence below ``UNCERTAIN_BELOW`` is uncertain too. When the recommendation has its
+    own ``intent_uncertain`` flag, that decides.
+    """
+    intent, conf, probs = rec.intent, rec.intent_confidence, rec.intent_probs
+    if not intent:
+        return "", None, True, "no intent model"
+    flag = getattr(rec, "intent_uncertain", getattr(rec, "uncertain", None))
+    if flag is not None:
+        uncertain = bool(flag)
+        why = "weak evidence for this paper" if uncertain else "this paper in this context"
+    elif shared:
+        uncertain, why = True, "only the sentence's intent is known, nothing about this paper"
+    elif conf is not None and conf < UNCERTAIN_BELOW:
+        uncertain, why = True, f"confidence {conf:.0%} is low"
+    else:
+        uncertain, why = False, "this paper's citation profile in this context"
+    evidence = getattr(rec, "intent_evidence", None)
+    detail = evidence or _probs_text(probs)
+    return intent, conf, uncertain, why + (f" ({detail})" if detail else "")
+
+
 class IntentChip(QLabel):
-    """A colour-coded chip: ``method 87%`` (painted directly: cheap, no per-widget style sheet)."""
+    """A colour-coded chip: ``method 87%``, or a grey ``uncertain`` (painted directly: cheap)."""
 
     def __init__(
-        self, intent: str | None, confidence: float | None, parent: QWidget | None = None
+        self,
+        intent: str | None,
+        confidence: float | None,
+        parent: QWidget | None = None,
+        uncertain: bool = False,
+        why: str = "",
     ) -> None:
         super().__init__(parent)
         self.intent = intent or ""
         self.confidence = confidence
+        self.uncertain = uncertain or not intent
         self.setObjectName("intentChip")
-        if intent:
+        if intent and not uncertain:
             text = intent if confidence is None else f"{intent} {confidence:.0%}"
             self.colour = QColor(INTENT_COLOURS.get(intent, "#757575"))
-            self.setToolTip(
-                f"Likely citation intent: {intent}"
-                + (f" (confidence {confidence:.2f})" if confidence is not None else "")
-            )
+            self.setToolTip(f"Likely cited for its {intent}: {why}")
+        elif intent:
+            text, self.colour = f"{intent}? uncertain", QColor(UNCERTAIN_COLOUR)
+            self.setToolTip(f"Intent uncertain: {why}")
         else:
-            text, self.colour = "intent n/a", QColor("#9e9e9e")
+            text, self.colour = "intent n/a", QColor(UNCERTAIN_COLOUR)
         self.setText(text)
         font = self.font()
         font.setBold(True)
         self.setFont(font)
         self.setContentsMargins(8, 1, 8, 1)
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
 
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
@@ -155,6 +199,8 @@ class ResultCard(QFrame):
 
     insert_clicked = Signal(object)
     copy_clicked = Signal(object)
+    move_requested = Signal(object, int)  # card, +1 / -1 (arrow keys)
+    leave_requested = Signal()  # Esc: back to the manuscript
 
     def __init__(
         self,
@@ -163,25 +209,26 @@ class ResultCard(QFrame):
         cited: bool = False,
         query_terms: frozenset[str] = frozenset(),
         parent: QWidget | None = None,
+        shared_intent: bool = False,
     ) -> None:
         super().__init__(parent)
         self.rec = rec
         paper = rec.paper
         self.setObjectName("resultCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(3)
 
-        top = QHBoxLayout()
         self.title_label = QLabel(f"<b>{rank}. {_esc(paper.title)}</b>")
         self.title_label.setWordWrap(True)
-        self.title_label.setMinimumWidth(120)
+        self.title_label.setMinimumWidth(60)
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        top.addWidget(self.title_label, 1)
-        self.chip = IntentChip(rec.intent, rec.intent_confidence)
-        top.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
-        layout.addLayout(top)
+        layout.addWidget(self.title_label)
+        label, conf, uncertain, why = paper_intent(rec, shared_intent)
+        self.chip = IntentChip(label, conf, uncertain=uncertain, why=why)
 
         meta = " · ".join(
             p for p in (format_authors(paper.authors), str(paper.year or ""), paper.venue) if p
@@ -191,15 +238,23 @@ class ResultCard(QFrame):
         self.meta_label.setWordWrap(True)
         layout.addWidget(self.meta_label)
 
-        row = QHBoxLayout()
         key = paper.citekey or f"#{paper.id}"
+        # score and key share the chip's row; the label wraps (the key alone on a line if need be)
         self.score_label = QLabel(
             f"<span style='color:#777'>score {rec.score:.3f} · <code>{_esc(key)}</code></span>"
         )
+        self.score_label.setWordWrap(True)
+        self.score_label.setMinimumWidth(40)
         self.score_label.setToolTip(
             "\n".join(f"{k}: {v:.3f}" for k, v in (rec.scores or {}).items())
         )
-        row.addWidget(self.score_label, 1)
+        info = QHBoxLayout()  # chip on its own row: the buttons never push it out
+        info.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
+        info.addStretch(1)
+        layout.addLayout(info)
+        layout.addWidget(self.score_label)
+        row = QHBoxLayout()
+        row.addStretch(1)
         self.expand_button = QToolButton()
         self.expand_button.setText("Details")
         self.expand_button.setCheckable(True)
@@ -212,7 +267,8 @@ class ResultCard(QFrame):
         self.insert_button = QPushButton("Insert")
         self.insert_button.setObjectName("insertButton")
         self.insert_button.setToolTip(
-            "Insert the citation at the cursor and add the entry to the .bib file"
+            "Cite at the end of the sentence (or selection), before its final punctuation; "
+            "the .bib entry is added when you save the manuscript (Enter on a focused card)"
         )
         self.insert_button.clicked.connect(lambda: self.insert_clicked.emit(self.rec))
         row.addWidget(self.insert_button)
@@ -228,6 +284,40 @@ class ResultCard(QFrame):
     def set_expanded(self, expanded: bool) -> None:
         self.details.setVisible(expanded)
 
+    def keyPressEvent(self, event) -> None:
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.insert_clicked.emit(self.rec)
+        elif key in (Qt.Key.Key_Down, Qt.Key.Key_J):
+            self.move_requested.emit(self, 1)
+        elif key in (Qt.Key.Key_Up, Qt.Key.Key_K):
+            self.move_requested.emit(self, -1)
+        elif key == Qt.Key.Key_Space:
+            self.expand_button.toggle()
+        elif key == Qt.Key.Key_Escape:
+            self.leave_requested.emit()
+        else:
+            super().keyPressEvent(event)
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        self.update()
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        self.update()
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self.hasFocus():  # the keyboard's card: a blue frame
+            painter = QPainter(self)
+            pen = painter.pen()
+            pen.setColor(QColor("#1565c0"))
+            pen.setWidth(2)
+            painter.setPen(pen)
+            painter.drawRoundedRect(self.rect().adjusted(1, 1, -1, -1), 4, 4)
+            painter.end()
+
 
 class ResultsPanel(QWidget):
     """Ranked list with filters (year range, intent, exclude already cited)."""
@@ -235,6 +325,7 @@ class ResultsPanel(QWidget):
     insert_requested = Signal(object)
     copy_requested = Signal(object)
     filters_changed = Signal()
+    leave_requested = Signal()  # Esc on a card: back to the manuscript
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -255,6 +346,8 @@ class ResultsPanel(QWidget):
         layout.addWidget(self.header)
 
         filters = QHBoxLayout()
+        self._filters_row, self._filters_row2 = filters, QHBoxLayout()
+        self._filters_row2.addStretch(1)
         filters.addWidget(QLabel("Years"))
         self.year_min = QSpinBox()
         self.year_max = QSpinBox()
@@ -276,6 +369,8 @@ class ResultsPanel(QWidget):
         filters.addWidget(self.exclude_cited)
         filters.addStretch(1)
         layout.addLayout(filters)
+        layout.addLayout(self._filters_row2)
+        self._two_rows = False
 
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
@@ -283,10 +378,32 @@ class ResultsPanel(QWidget):
         self.list_widget = QWidget()
         self.list_layout = QVBoxLayout(self.list_widget)
         self.list_layout.setContentsMargins(0, 0, 0, 0)
+        self.empty_label = QLabel("")
+        self.empty_label.setObjectName("emptyFilterMessage")
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setStyleSheet("color:#8a6d00; padding:8px")
+        self.empty_label.setVisible(False)
+        self.list_layout.addWidget(self.empty_label)
         self.list_layout.addStretch(1)
         self.scroll.setWidget(self.list_widget)
         self.scroll.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         layout.addWidget(self.scroll, 1)
+
+    def resizeEvent(self, event) -> None:
+        """Narrow panel: the intent filter and Hide cited move to a second row (never clipped)."""
+        super().resizeEvent(event)
+        narrow = event.size().width() < TWO_ROW_FILTERS_BELOW
+        if narrow == self._two_rows:
+            return
+        self._two_rows = narrow
+        src, dst = (
+            (self._filters_row, self._filters_row2)
+            if narrow
+            else (self._filters_row2, self._filters_row)
+        )
+        for widget in (self.intent_filter, self.exclude_cited):
+            src.removeWidget(widget)
+            dst.insertWidget(dst.count() - 1, widget)  # before the row's closing stretch
 
     # --- state --------------------------------------------------------------------------------
     def set_message(self, text: str) -> None:
@@ -308,6 +425,40 @@ class ResultsPanel(QWidget):
 
     def clear(self) -> None:
         self.set_results([])
+
+    def clear_results(self) -> None:
+        """Drop the cards of the previous query (a new one is starting)."""
+        self.items = []
+        self._refilter()
+
+    def focus_card(self, index: int = 0) -> bool:
+        """Give the keyboard to card ``index`` (clamped); False when there is none."""
+        if not self.cards:
+            return False
+        card = self.cards[max(0, min(index, len(self.cards) - 1))]
+        card.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.scroll.ensureWidgetVisible(card)
+        return True
+
+    def _move(self, card, step: int) -> None:
+        if card in self.cards:
+            self.focus_card(self.cards.index(card) + step)
+
+    def empty_message(self) -> str:
+        """Why the list is empty although there are results (the filters hide them all)."""
+        f = self.filter_values()
+        parts = []
+        if f["intent"]:
+            parts.append(f"intent “{f['intent']}”")
+        if f["year_min"] > 1900 or f["year_max"] < 2100:
+            parts.append(f"years {f['year_min']}–{f['year_max']}")
+        if f["exclude_cited"] and any(r.paper.citekey in self.cited_keys for r in self.items):
+            parts.append("Hide cited")
+        what = ", ".join(parts) or "the filters"
+        return (
+            f"None of the {len(self.items)} recommendations matches {what}. "
+            "Choose “Any intent”, widen the years or untick Hide cited to see them."
+        )
 
     def filter_values(self) -> dict:
         return {
@@ -337,7 +488,12 @@ class ResultsPanel(QWidget):
             self.list_layout.removeWidget(card)
             card.deleteLater()
         self.cards = []
-        self._pending = list(enumerate(self.visible_items(), start=1))
+        visible = self.visible_items()
+        self.empty_label.setText(self.empty_message() if self.items and not visible else "")
+        self.empty_label.setVisible(bool(self.items) and not visible)
+        probs = {tuple(sorted((r.intent_probs or {}).items())) for r in self.items if r.intent}
+        self._shared_intent = len(self.items) > 1 and len(probs) == 1
+        self._pending = list(enumerate(visible, start=1))
         self._build_generation = getattr(self, "_build_generation", 0) + 1
         self._add_cards(self._build_generation)
 
@@ -353,11 +509,18 @@ class ResultsPanel(QWidget):
                 break
             rank, rec = self._pending.pop(0)
             card = ResultCard(
-                rank, rec, cited=rec.paper.citekey in self.cited_keys, query_terms=self.query_terms
+                rank,
+                rec,
+                cited=rec.paper.citekey in self.cited_keys,
+                query_terms=self.query_terms,
+                shared_intent=self._shared_intent,
             )
             card.insert_clicked.connect(self.insert_requested)
             card.copy_clicked.connect(self.copy_requested)
+            card.move_requested.connect(self._move)
+            card.leave_requested.connect(self.leave_requested)
             self.list_layout.insertWidget(self.list_layout.count() - 1, card)
+            card.show()  # now, not on the next event-loop turn: the keyboard may go to it at once
             self.cards.append(card)
         self.list_widget.setUpdatesEnabled(True)
         QTimer.singleShot(0, lambda: self._add_cards(generation))

@@ -16,15 +16,25 @@ from pathlib import Path
 from typing import TextIO
 
 from assistant.config import RESOURCES_DIR
-from assistant.documents import textops
-from assistant.service.engine import Engine, EngineSettings, IndexStatus, import_into
+from assistant.service import (
+    AssistantError,
+    Cancelled,
+    IndexStatus,
+    ProgressEvent,
+    Service,
+    ServiceSettings,
+    analyse_manuscript,
+    query_for_text,
+    textops,
+)
+from assistant.service import Progress as ProgressFn
 
 SAMPLE_DIR = RESOURCES_DIR / "sample"
 SAMPLE_BIB = SAMPLE_DIR / "library.bib"
 SAMPLE_DRAFT = SAMPLE_DIR / "draft.tex"
 
 
-class SampleMissingError(FileNotFoundError):
+class SampleMissingError(AssistantError, FileNotFoundError):
     """The bundled sample files are not in the checkout."""
 
 
@@ -64,22 +74,25 @@ def sample_imported(db_path: Path) -> bool:
 
 
 def setup_sample(
-    engine: Engine,
-    progress: Callable[..., None] | None = None,
+    engine: Service,
+    progress: ProgressFn | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> SampleSetup:
     """Import the sample library if not yet, then build models + index (incremental)."""
     check_sample_files()
-    progress = progress or (lambda *a, **k: None)
+    progress = progress or (lambda event: None)
     cancelled = cancelled or (lambda: False)
     start = time.perf_counter()
     imported, added = False, 0
     if not sample_imported(engine.db_path):
-        progress(0, 0, f"Importing the sample library {SAMPLE_BIB.name}…")
-        report = import_into(engine.library, [SAMPLE_BIB], progress, cancelled)
-        if getattr(report, "cancelled", False) or cancelled():
+        progress(
+            ProgressEvent(0, None, "import", f"Importing the sample library {SAMPLE_BIB.name}…")
+        )
+        try:
+            report = engine.import_files([SAMPLE_BIB], progress, cancelled, index=False)
+        except Cancelled:
             return SampleSetup(False, 0, engine.status(), time.perf_counter() - start)
-        imported, added = True, int(getattr(report, "added", 0))
+        imported, added = True, report.added
         _marker(engine.db_path).write_text(
             json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)})
         )
@@ -109,11 +122,9 @@ def demo_sentences(draft_text: str, n: int = 4) -> list[DemoSentence]:
     Sentences with ``\\cite`` keep their keys (the draft's own answer key, starred in the demo);
     the others are the ones the citation-worthiness scorer flags as missing a citation.
     """
-    from assistant.documents.draft import parse_draft
-    from assistant.documents.manuscript import find_missing_citations
-
-    doc = parse_draft(draft_text, fmt="latex")
-    missing = {(m.start, m.end) for m in find_missing_citations(doc)}
+    analysis = analyse_manuscript(None, draft_text, fmt="latex")
+    doc = analysis.document
+    missing = {(m.start, m.end) for m in analysis.missing}
     citing, flagged = [], []
     for sent in doc.sentences():
         keys = [k for s in textops.citation_spans(sent.text, textops.LATEX) for k in s.keys]
@@ -140,18 +151,16 @@ def run_demo(
     quiet: bool = False,
 ) -> int:
     """Set the sample up and print the top-``k`` recommendations for a few draft sentences."""
-    from assistant.retrieval.query import Query
-
     out = out or sys.stdout
     err = sys.stderr
-    engine = Engine(EngineSettings(db_path=db_path))
+    engine = Service(ServiceSettings(db_path=db_path))
     last = [0.0]
 
-    def progress(done=0, total=0, message=""):
+    def progress(event: ProgressEvent) -> None:
         now = time.perf_counter()
-        if not quiet and message and now - last[0] > 2.0:
+        if not quiet and event.message and now - last[0] > 2.0:
             last[0] = now
-            print(f"  … {message}", file=err, flush=True)
+            print(f"  … {event.message}", file=err, flush=True)
 
     try:
         setup = setup_sample(engine, progress)
@@ -169,12 +178,8 @@ def run_demo(
     title, abstract = textops.manuscript_meta(draft, textops.LATEX)
     hits = total = 0
     for i, sentence in enumerate(demo_sentences(draft, n_sentences), start=1):
-        query = Query(
-            text=sentence.text, mode="local", title=title or None, abstract=abstract or None
-        )
-        config = engine.default_config()
-        config.k = k
-        config.exclude_cited = False
+        query = query_for_text(sentence.text, "local", title, abstract)
+        config = engine.default_config(k=k, exclude_cited=False)
         result = engine.recommend(query, config=config)
         timings = result.timings_ms or {}
         ms = timings.get("total", sum(timings.values()))
@@ -209,7 +214,7 @@ def run_demo(
 
 
 def textops_strip(text: str) -> str:
-    from assistant.retrieval.query import strip_citation_markers
+    from assistant.service import strip_citation_markers
 
     cleaned = strip_citation_markers(text)
     return cleaned if len(cleaned) <= 150 else cleaned[:147] + "..."

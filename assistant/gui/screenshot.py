@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         if match is None:
             return fail(f"sentence not found in the draft: {args.sentence!r}")
         start = match.start()
-        from assistant.documents import textops
+        from assistant.service import textops
 
         s, e = textops.sentence_bounds(text, start)
         editor.select_range(s, e)

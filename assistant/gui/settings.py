@@ -39,6 +39,8 @@ class AppSettings:
     year_max: int = 2100
     intent_filter: str = ""
     first_run_done: bool = False
+    cite_command: str = "\\cite"  # LaTeX: \cite | \citep | \citet | \parencite | \autocite
+    markdown_cite: str = "[@key1; @key2]"  # Markdown: merged [@a; @b] or separate [@a] [@b]
 
     @property
     def db_path(self) -> Path:
@@ -129,6 +131,16 @@ class SettingsDialog(QDialog):
         self.k_box.setRange(1, 100)
         self.k_box.setValue(settings.k)
         form.addRow("Results (K)", self.k_box)
+        from assistant.service import textops
+
+        self.cite_box = QComboBox()
+        self.cite_box.addItems(list(textops.LATEX_COMMANDS))
+        self.cite_box.setCurrentText(settings.cite_command)
+        form.addRow("LaTeX citation command", self.cite_box)
+        self.markdown_box = QComboBox()
+        self.markdown_box.addItems(list(textops.MARKDOWN_FORMS))
+        self.markdown_box.setCurrentText(settings.markdown_cite)
+        form.addRow("Markdown citation form", self.markdown_box)
         self.exclude_box = QCheckBox("Exclude papers already cited in the manuscript")
         self.exclude_box.setChecked(settings.exclude_cited)
         form.addRow("", self.exclude_box)
@@ -162,4 +174,6 @@ class SettingsDialog(QDialog):
             use_intent=self.intent_box.isChecked(),
             k=self.k_box.value(),
             exclude_cited=self.exclude_box.isChecked(),
+            cite_command=self.cite_box.currentText(),
+            markdown_cite=self.markdown_box.currentText(),
         )

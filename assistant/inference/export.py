@@ -84,6 +84,8 @@ def _pad_id(tok) -> int:
 
 
 def _accepts_token_types(model) -> bool:
+    # inspect.signature on a third-party (Hugging Face / torch) model, not on our own code: BERT
+    # takes token_type_ids, DistilBERT/MPNet do not, and the export must match the graph inputs.
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant import config
+from assistant.errors import AssistantError
 from assistant.inference.export import MANIFEST, TOKENIZER_FILE, sha256_file
 from assistant.inference.runtime import FP32_FILE, INT8_FILE, ModelLoadError
+from assistant.progress import Progress
 
 DEFAULT_ENCODER = "minilm"
-Progress = Callable[[str], None]
 
 
-class ModelNotFoundError(LookupError):
+class ModelNotFoundError(AssistantError, LookupError):
     """No model folder for a name; the message lists where we looked and how to build one."""
 
 

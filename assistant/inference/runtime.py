@@ -16,6 +16,8 @@ from pathlib import Path
 
 import onnxruntime as ort
 
+from assistant.errors import AssistantError
+
 log = logging.getLogger(__name__)
 
 CUDA = "CUDAExecutionProvider"
@@ -26,7 +28,7 @@ INT8_FILE = "model.int8.onnx"
 FP16_FILE = "model.fp16.onnx"
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(AssistantError, RuntimeError):
     """An ONNX file is missing, truncated or corrupted; the message says how to rebuild it."""
 
 

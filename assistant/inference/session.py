@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -15,10 +15,11 @@ from assistant.inference.registry import (
     verify_file,
 )
 from assistant.inference.runtime import RuntimeInfo, create_session, fp16_variant, resolve_device
+from assistant.progress import Progress, ProgressEvent
 
 log = logging.getLogger(__name__)
 
-ProgressFn = Callable[[int, int], None]
+ProgressFn = Progress  # batches encoded: ProgressEvent(done, total, "encode")
 PRECISIONS = ("auto", "fp32", "int8", "fp16")
 
 
@@ -58,7 +59,7 @@ class OnnxTextModel:
         precision: str = "auto",
         threads: int | None = None,
         max_length: int | None = None,
-        progress: Callable[[str], None] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.manifest = ModelManifest.load(resolve_model_dir(name_or_path, progress=progress))
         if self.kind and self.manifest.kind != self.kind:
@@ -108,7 +109,7 @@ class OnnxTextModel:
             out[idx] = result
             done += len(idx)
             if progress is not None:
-                progress(done, total)
+                progress(ProgressEvent(done, total, "encode", f"encoded {done}/{total}"))
         if out is None:
             width = self.session.get_outputs()[0].shape[1]
             out = np.zeros((0, width if isinstance(width, int) else 0), dtype=np.float32)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from assistant.library.models import Paper
-from assistant.textfile import write_atomic
+from assistant.textfile import FileRefused, write_atomic
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _ESCAPES = {
@@ -206,7 +206,13 @@ def export_bibtex(
         return len(papers), missing
     output = Path(output)
     try:
-        write_atomic(output, text.encode("utf-8"))
+        # only a regular, writable file that is not the open library is replaced (atomically,
+        # keeping its permissions); never the library, a FIFO, a device or a read-only file
+        write_atomic(
+            output,
+            text.encode("utf-8"),
+            protect=[p for p in [getattr(library, "path", None)] if p],
+        )
     except OSError as exc:  # name the file the user asked for, not the temporary one
-        raise OSError(exc.errno, exc.strerror, str(output)) from exc
+        raise FileRefused(exc.strerror or str(exc), file=output) from exc
     return len(papers), missing

@@ -96,35 +96,6 @@ class ImportIssue:
 
 
 @dataclass
-class ImportProgress:
-    """Progress of a batch import, reported after each file and every few thousand records."""
-
-    files_done: int
-    files_total: int
-    records: int  # records processed so far
-    bytes_done: int
-    bytes_total: int
-    elapsed_s: float
-    current_file: str = ""
-
-    @property
-    def rate(self) -> float:
-        """Records per second."""
-        return self.records / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    @property
-    def eta_s(self) -> float | None:
-        """Seconds left, estimated from the bytes still to read."""
-        if self.bytes_done <= 0 or self.elapsed_s <= 0:
-            return None
-        return max(0.0, self.elapsed_s * (self.bytes_total - self.bytes_done) / self.bytes_done)
-
-    @property
-    def fraction(self) -> float:
-        return self.bytes_done / self.bytes_total if self.bytes_total else 1.0
-
-
-@dataclass
 class ImportReport:
     """Summary of a batch import."""
 

@@ -10,16 +10,23 @@ candidate paper ``d``, with intents ``k`` in (background, method, result):
    Library prior ``pi[k]`` = intent distribution over all labelled citations, smoothed with the
    SciCite training prior (``PRIOR_STRENGTH`` pseudo-counts) so that it exists for any library.
    Smoothed profile (Dirichlet posterior mean) ``theta_d[k] = (n_d[k] + ALPHA*pi[k]) / (N_d + ALPHA)``.
-3. Combination (naive Bayes: context and the paper's citation history are independent given the
-   intent): ``p(k|c,d) ∝ p(k|c) * theta_d[k] / pi[k]``. A paper never cited in the library has
+3. Combination (naive Bayes: context, the paper's text and its citation history are independent
+   given the intent): ``p(k|c,d) ∝ p(k|c) * (q_d[k]/q̄[k])^b * (theta_d[k]/pi[k])^g``, where
+   ``q_d`` is the paper-profile model's reading of the candidate's title + abstract
+   (``assistant.inference.paper_intent``; ``q̄`` its training prior) and ``b``, ``g`` are the
+   weights fitted on held-out citectx pairs (``assistant train paper-intent``; without a profile
+   model ``b = 0``, ``g = 1``). A paper never cited in the library has
    ``theta_d = pi``, so its label is the classifier's; a paper cited 12x for its method moves mass
    towards ``method`` in proportion to the evidence. ``Recommendation.intent`` is the arg-max,
-   ``intent_confidence`` its probability, ``intent_probs`` the whole distribution.
+   ``intent_confidence`` its probability, ``intent_probs`` the whole distribution,
+   ``intent_uncertain`` is True when that probability is below the model's ``uncertain_below``
+   (weak evidence: the GUI shows "uncertain" instead of a confident chip) and
+   ``intent_evidence`` says in words what the label rests on.
 4. Intent-aware ranking, only when a preference ``k*`` is given ("I need a method citation"):
    for the ordering the user's stated need replaces the context prediction (the labels stay
    ``p(k|c,d)``), and candidates are re-ordered by
-   ``rel_i * p(k*|d_i)`` where ``p(k*|d_i) = theta_d[k*]`` is the profile probability of being
-   cited for ``k*`` and ``rel_i = 1 / (RANK_K + rank_i)`` is the rank-based relevance prior of the
+   ``rel_i * p(k*|d_i)`` where ``p(k*|d_i)`` is rule 3 with the library prior ``pi`` in place of
+   the sentence's ``p(k|c)`` (the paper's own evidence: its text and its citation history) and ``rel_i = 1 / (RANK_K + rank_i)`` is the rank-based relevance prior of the
    incoming order (the RRF discount; scores of different rankers are not comparable, ranks are).
    Ties keep the incoming order; without a preference the order is never changed.
 """
@@ -39,6 +46,7 @@ log = logging.getLogger(__name__)
 
 ALPHA = 3.0  # Dirichlet pseudo-counts of a paper's intent profile
 PRIOR_STRENGTH = 20.0  # pseudo-counts of the SciCite prior in the library prior
+DEFAULT_UNCERTAIN_BELOW = 0.6  # without a profile model
 RANK_K = 10.0  # rank discount of the relevance prior (1 / (RANK_K + rank))
 #: Label distribution of the SciCite training set (background, method, result).
 SCICITE_PRIOR = np.array([4840, 2294, 1109], dtype=np.float64) / 8243.0
@@ -153,10 +161,36 @@ def smoothed_profile(profile: IntentProfile, prior: np.ndarray) -> np.ndarray:
     return (n + ALPHA * prior) / (n.sum() + ALPHA)
 
 
-def combine(context_probs: np.ndarray, theta: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """``p(k|c,d) ∝ p(k|c) * theta_d[k] / pi[k]`` (normalised)."""
-    post = np.asarray(context_probs, dtype=np.float64) * theta / prior
+def combine(
+    context_probs: np.ndarray,
+    theta: np.ndarray,
+    prior: np.ndarray,
+    library_weight: float = 1.0,
+    profile: np.ndarray | None = None,
+    profile_prior: np.ndarray | None = None,
+    profile_weight: float = 0.0,
+) -> np.ndarray:
+    """``p(k|c,d) ∝ p(k|c) * (q_d/q̄)^b * (theta_d/pi)^g`` (normalised)."""
+    z = np.log(np.clip(np.asarray(context_probs, dtype=np.float64), 1e-9, 1.0))
+    z = z + library_weight * np.log(theta / prior)
+    if profile is not None and profile_weight:
+        z = z + profile_weight * np.log(np.clip(profile, 1e-9, 1.0) / profile_prior)
+    post = np.exp(z - z.max())
     return post / post.sum()
+
+
+PROFILE_WORDS = {"background": "background/survey", "method": "method/resource", "result": "result"}
+
+
+def describe_evidence(p_c: np.ndarray, profile: IntentProfile, q: np.ndarray | None) -> str:
+    """One line: what the per-paper label rests on."""
+    k = int(np.argmax(p_c))
+    parts = [f"sentence: {LABELS[k]} {p_c[k]:.2f}"]
+    if q is not None:
+        j = int(np.argmax(q))
+        parts.append(f"paper reads as {PROFILE_WORDS[LABELS[j]]} {q[j]:.2f}")
+    parts.append(profile.describe())
+    return "; ".join(parts)
 
 
 def context_probs(query_text: str, classifier=None) -> np.ndarray:
@@ -184,6 +218,16 @@ def label_recommendations(
         return list(items)
     p_c = context_probs(query_text, classifier)
     prior = library_prior(library)
+    model = _profile_model(classifier)
+    weights = model.combine if model is not None else None
+    q_all = None
+    if model is not None:
+        from assistant.inference.paper_intent import paper_text
+
+        papers = [getattr(it, "paper", None) for it in items]
+        q_all = model.predict_proba(
+            [paper_text(getattr(p, "title", ""), getattr(p, "abstract", "")) for p in papers]
+        )
     ids = [getattr(getattr(it, "paper", None), "id", None) for it in items]
     profiles = intent_profiles(library, [i for i in ids if i is not None])
     empty = IntentProfile({lab: 0 for lab in LABELS})
@@ -191,19 +235,43 @@ def label_recommendations(
     for rank, (item, pid) in enumerate(zip(items, ids)):
         profile = profiles.get(pid, empty) if pid is not None else empty
         theta = smoothed_profile(profile, prior)
-        post = combine(p_c, theta, prior)
+        q = q_all[rank] if q_all is not None else None
+        post = combine(
+            p_c,
+            theta,
+            prior,
+            library_weight=weights.library if weights else 1.0,
+            profile=q,
+            profile_prior=model.prior if model is not None else None,
+            profile_weight=weights.profile if weights else 0.0,
+        )
         best = int(np.argmax(post))
         item.intent = LABELS[best]
         item.intent_confidence = float(post[best])
         item.intent_probs = {lab: float(p) for lab, p in zip(LABELS, post)}
+        threshold = weights.uncertain_below if weights else DEFAULT_UNCERTAIN_BELOW
+        if hasattr(item, "intent_uncertain"):
+            item.intent_uncertain = bool(post[best] < threshold)
+            item.intent_evidence = describe_evidence(p_c, profile, q)
         scores = getattr(item, "scores", None)
         if isinstance(scores, dict):
             for lab in LABELS:  # the profile, e.g. "cited for its method 12x", for display
                 scores[f"cited_{lab}"] = float(profile.counts.get(lab, 0))
-            if pref:
-                scores["intent_profile"] = float(theta[LABELS.index(pref)])
         if pref:
-            keyed.append((-(theta[LABELS.index(pref)] / (RANK_K + rank)), rank, item))
+            # p(k*|d): the paper's own evidence (profile + library) without the sentence
+            doc = combine(
+                prior,
+                theta,
+                prior,
+                library_weight=weights.library if weights else 1.0,
+                profile=q,
+                profile_prior=model.prior if model is not None else None,
+                profile_weight=weights.need_profile if weights else 0.0,
+            )
+            p_need = float(doc[LABELS.index(pref)])
+            if isinstance(scores, dict):
+                scores["intent_profile"] = p_need
+            keyed.append((-(p_need / (RANK_K + rank)), rank, item))
     if not pref:
         return list(items)
     keyed.sort(key=lambda t: (t[0], t[1]))
@@ -215,6 +283,17 @@ def label_recommendations(
                 ranks["before_intent"] = ranks["final"]
             ranks["final"] = new_rank
     return out
+
+
+def _profile_model(classifier=None):
+    """The paper-profile model shipped next to the intent model (None if absent/unreadable)."""
+    from assistant.inference.paper_intent import load_paper_profile
+
+    try:
+        return load_paper_profile(getattr(classifier, "model_dir", None))
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("paper profile model unusable: %s", exc)
+        return None
 
 
 META_KEY = "intent_model"

@@ -7,8 +7,6 @@ runs at a time (a lock), and ``cancelled()`` is checked between stages.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import logging
 import threading
 import time
@@ -17,8 +15,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from assistant.errors import Cancelled
 from assistant.library.models import Paper
 from assistant.retrieval import fusion as fusion_mod
+from assistant.retrieval.intent_stage import label_recommendations
+from assistant.retrieval.protocols import IntentLabeller, Reranker
+from assistant.retrieval.protocols import Searcher as SearcherProtocol
 from assistant.retrieval.query import Query, QueryParts, as_query
 from assistant.retrieval.searcher import Searcher
 
@@ -29,7 +31,7 @@ log = logging.getLogger(__name__)
 DEFAULT_SUPPORT = {"local": (0.1, 0.75), "paragraph": (0.1, 0.75), "global": (0.3, 0.3)}
 
 
-class RecommendationCancelled(Exception):
+class RecommendationCancelled(Cancelled):
     """``cancelled()`` returned True between two stages."""
 
 
@@ -48,6 +50,7 @@ class PipelineConfig:
     only_ids: Collection[int] | None = None  # recommend only from these papers
     collection_ids: Collection[int] = ()  # ... or only from these library collections
     intent_preference: str | None = None  # "background" | "method" | "result"
+    intent_pool: int = 30  # with a preference, candidates re-ordered by intent before the top k
     filter_by_year: bool = True  # use Query.year as max_year when max_year is None
     depth: int = 400  # candidates taken from each side before fusion (tuned)
     dense_weight: float = fusion_mod.DEFAULT_DENSE_WEIGHT
@@ -68,6 +71,10 @@ class Recommendation:
     intent: str | None = None
     intent_confidence: float | None = None
     intent_probs: dict[str, float] | None = None
+    #: True when the per-paper intent rests on weak evidence (show "uncertain", not a chip)
+    intent_uncertain: bool | None = None
+    #: what the per-paper intent rests on, e.g. "sentence: method 0.71; paper reads as ..."
+    intent_evidence: str | None = None
 
 
 @dataclass
@@ -100,16 +107,17 @@ class Recommender:
         config: PipelineConfig | None = None,
         encoder=None,
         index_dir=None,
-        searcher: Searcher | None = None,
+        searcher: SearcherProtocol | None = None,
+        intent_labeller: IntentLabeller | None = label_recommendations,
     ):
         self.library = library
         self.config = config or PipelineConfig()
-        self.searcher = searcher or Searcher.open(
+        self.searcher: SearcherProtocol = searcher or Searcher.open(
             library, encoder=encoder, index_dir=index_dir, need_dense=self.config.use_dense
         )
         self._lock = threading.Lock()
-        self._rerankers: dict[str, object] = {}
-        self._intent_fn = _find_intent_stage()
+        self._rerankers: dict[str, Reranker] = {}
+        self._intent_fn = intent_labeller
 
     @property
     def encoder(self):
@@ -181,17 +189,19 @@ class Recommender:
                 items = self._rerank(pre.parts, items, config)
                 timings["rerank"] = (time.perf_counter() - t) * 1000
                 _check(cancelled)
-            items = items[: config.k]
+            need = config.use_intent and self._intent_fn and config.intent_preference
+            items = items[: max(config.k, config.intent_pool) if need else config.k]
             for rank, item in enumerate(items, start=1):
                 item.ranks["final"] = rank
             if config.use_intent and self._intent_fn and items:
                 t = time.perf_counter()
                 try:
-                    items = self._label_intents(pre.parts.focus, items, config)
+                    items = self._label_intents(pre.parts.focus, items, config)[: config.k]
                 except Exception as exc:  # the intent stage is optional: never lose the results
                     log.warning("intent stage failed: %s", exc)
                     warnings.append(f"intent labelling failed: {exc}")
                 timings["intent"] = (time.perf_counter() - t) * 1000
+                items = items[: config.k]  # the pool is cut even when labelling failed
             timings["total"] = (time.perf_counter() - start) * 1000
             return RecommendationResult(
                 query=query, mode=pre.mode, items=items, timings_ms=timings, warnings=warnings
@@ -302,11 +312,7 @@ class Recommender:
     def _label_intents(
         self, text: str, items: list[Recommendation], config: PipelineConfig
     ) -> list[Recommendation]:
-        fn = self._intent_fn
-        kwargs = {}
-        if "preference" in inspect.signature(fn).parameters:
-            kwargs["preference"] = config.intent_preference
-        out = fn(text, items, self.library, **kwargs)
+        out = self._intent_fn(text, items, self.library, preference=config.intent_preference)
         return list(out) if out is not None else items
 
 
@@ -320,14 +326,16 @@ def _check(cancelled: Callable[[], bool] | None) -> None:
         raise RecommendationCancelled("recommendation cancelled")
 
 
-def _find_intent_stage():
-    try:
-        module = importlib.import_module("assistant.retrieval.intent_stage")
-    except ModuleNotFoundError as exc:
-        if exc.name != "assistant.retrieval.intent_stage":
-            log.warning("intent stage unavailable: %s", exc)
-        return None
-    return getattr(module, "label_recommendations", None)
+def resolve_reranker(setting: str | None) -> tuple[str | None, float | None]:
+    """The one reading of a reranker setting: ``"auto"`` = the shipped cross-encoder when it is
+    enabled by default (with its tuned weight), ``None``/``""``/``"none"``/``"off"`` = no reranking,
+    anything else = that folder or model name. Returns ``(reranker, rerank_weight or None)``."""
+    if setting is None or setting.strip().lower() in ("", "none", "off"):
+        return None, None
+    if setting == "auto":
+        shipped = shipped_reranker()
+        return shipped if shipped is not None else (None, None)
+    return setting, None
 
 
 def prefilter_candidates(

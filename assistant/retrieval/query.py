@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from assistant.errors import AssistantError
+
 MODES = ("auto", "local", "paragraph", "global")
 
 # --- citation markers -------------------------------------------------------------------------
@@ -69,10 +71,11 @@ def split_sentences(text: str) -> list[str]:
 
 
 def detect_mode(text: str, title: str | None = None, abstract: str | None = None) -> str:
-    """Pick ``local``/``paragraph``/``global`` for an ``auto`` query.
+    """Pick ``local``/``paragraph``/``global`` for an ``auto`` query: the ONE rule of the product
+    (the CLI's ``--mode auto`` and the GUI's selection/cursor both use it).
 
-    Empty text with a title or abstract -> ``global``; one or two sentences -> ``local``;
-    three or more -> ``paragraph``.
+    Empty text (after stripping citation markers) with a title or abstract -> ``global``; one or
+    two sentences (a citation context) -> ``local``; three or more -> ``paragraph``.
     """
     cleaned = strip_citation_markers(text)
     if not cleaned:
@@ -142,7 +145,7 @@ class Query:
         return strip_citation_markers(self.text) or (self.title or "")
 
 
-class EmptyQueryError(ValueError):
+class EmptyQueryError(AssistantError, ValueError):
     """The query has no usable text."""
 
 

@@ -11,6 +11,7 @@ import faiss
 import numpy as np
 
 from assistant.config import index_dir_for
+from assistant.errors import AssistantError
 from assistant.retrieval.bm25 import BM25Index, top_k
 from assistant.retrieval.index import IndexPaths
 from assistant.retrieval.query import QueryParts
@@ -18,7 +19,7 @@ from assistant.retrieval.query import QueryParts
 log = logging.getLogger(__name__)
 
 
-class RetrievalError(RuntimeError):
+class RetrievalError(AssistantError, RuntimeError):
     """A user-facing problem (empty library, missing or stale index)."""
 
 

@@ -1,1 +1,106 @@
-"""The application service: the one core API the CLI and the GUI call (no Qt, no click)."""
+"""The application service: the one core API the CLI and the GUI call (no Qt, no click).
+
+``Service`` (see :mod:`assistant.service.engine` for its thread-safety contract) opens a library,
+imports, indexes, recommends and runs training jobs; :mod:`assistant.service.writing` builds
+queries, citation edits and manuscript analyses. The faces import from here only; the
+dataclasses they handle are re-exported below.
+"""
+
+from assistant.documents import textops
+from assistant.documents.bibfile import (
+    AppendResult,
+    BibChange,
+    BibFileError,
+    apply_bib_change,
+    read_bib,
+)
+from assistant.documents.model import Document, DocumentError
+from assistant.errors import AssistantError, Cancelled
+from assistant.library.models import ImportReport, Paper
+from assistant.library.schema import LibraryOpenError
+from assistant.library.store import Library
+from assistant.progress import CancelCheck, Progress, ProgressEvent
+from assistant.retrieval.index import KINDS as INDEX_KINDS
+from assistant.retrieval.index import IndexReport
+from assistant.retrieval.intent_stage import parse_intent_preference
+from assistant.retrieval.pipeline import (
+    PipelineConfig,
+    Recommendation,
+    RecommendationResult,
+    resolve_reranker,
+)
+from assistant.retrieval.query import (
+    MODES,
+    EmptyQueryError,
+    Query,
+    detect_mode,
+    strip_citation_markers,
+)
+from assistant.service.engine import (
+    IndexStatus,
+    LibraryMissingError,
+    Service,
+    ServiceSettings,
+    open_library,
+    paper_bibtex,
+    require_library,
+)
+from assistant.service.writing import (
+    CitationInsert,
+    ManuscriptAnalysis,
+    analyse_manuscript,
+    pdf_exclusions,
+    plan_citation,
+    query_for_selection,
+    query_for_text,
+    read_manuscript,
+    write_pending_entries,
+)
+
+__all__ = [
+    "INDEX_KINDS",
+    "MODES",
+    "AppendResult",
+    "AssistantError",
+    "BibChange",
+    "BibFileError",
+    "CancelCheck",
+    "Cancelled",
+    "CitationInsert",
+    "Document",
+    "DocumentError",
+    "EmptyQueryError",
+    "ImportReport",
+    "IndexReport",
+    "IndexStatus",
+    "Library",
+    "LibraryMissingError",
+    "LibraryOpenError",
+    "ManuscriptAnalysis",
+    "Paper",
+    "PipelineConfig",
+    "Progress",
+    "ProgressEvent",
+    "Query",
+    "Recommendation",
+    "RecommendationResult",
+    "Service",
+    "ServiceSettings",
+    "analyse_manuscript",
+    "apply_bib_change",
+    "detect_mode",
+    "open_library",
+    "paper_bibtex",
+    "parse_intent_preference",
+    "pdf_exclusions",
+    "plan_citation",
+    "query_for_selection",
+    "query_for_text",
+    "read_bib",
+    "read_manuscript",
+    "require_library",
+    "resolve_reranker",
+    "strip_citation_markers",
+    "textops",
+    "write_pending_entries",
+]

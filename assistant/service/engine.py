@@ -1,58 +1,70 @@
-"""The GUI's non-Qt engine: one library, its encoder, index and recommender.
+"""The application service: one library, its encoder, index and recommender (no Qt, no click).
 
-Used from the GUI's background thread and by the headless ``--sample --demo``
-path (so it never imports Qt). All heavy calls accept ``progress(done, total,
-message)`` and ``cancelled()`` callables.
+The CLI and the GUI call only this class (and the helpers re-exported by
+:mod:`assistant.service`); the GUI adds Qt threads and widgets, the CLI adds click.
+
+Thread-safety contract
+----------------------
+Methods fall in two groups.
+
+* **Reads** -- :meth:`Service.recommend`, :meth:`Service.default_config`, :meth:`Service.status`,
+  :meth:`Service.paper_bibtex`, :meth:`Service.cited_ids` -- use the *committed snapshot*: a
+  :class:`~assistant.retrieval.pipeline.Recommender` over its own SQLite connection and the index
+  as it was last committed (BM25 and FAISS are loaded into memory). They never take the job lock,
+  so **recommending never waits for a long job**. Concurrent ``recommend`` calls are serialised by
+  the recommender's own lock.
+* **Jobs** -- :meth:`Service.prepare`, :meth:`Service.build_index`, :meth:`Service.import_files`,
+  :meth:`Service.adapt_encoder`, :meth:`Service.train_reranker` -- run one at a time (the job lock),
+  on any thread, with the job connection (:attr:`Service.library`). The index builder replaces its
+  files with ``os.replace``; when a job has committed, it opens a new snapshot on its own thread
+  and swaps it in with one assignment. A ``recommend`` already running finishes on the old
+  snapshot; the next one sees the new index. Retired snapshots are closed by garbage collection
+  (an in-flight call may still hold one).
+
+The encoder (ONNX session + Rust tokenizer, both re-entrant) is shared by jobs and snapshots.
+Long calls report :class:`~assistant.progress.ProgressEvent` to a ``progress`` callable and poll a
+``cancelled()`` check; a stopped job raises :class:`~assistant.errors.Cancelled` and commits
+nothing more than its layer promises (an import rolls back; indexing keeps embedded chunks).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from assistant.config import default_db_path
+from assistant.config import default_db_path, index_dir_for
+from assistant.errors import AssistantError, Cancelled
+from assistant.inference.encoder import Encoder
+from assistant.library.export import paper_to_bibtex
+from assistant.library.importers import import_paths
+from assistant.library.models import ImportReport, Paper
+from assistant.library.store import Library
+from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
+from assistant.retrieval.index import IndexReport, build_index, load_index_encoder
+from assistant.retrieval.pipeline import (
+    PipelineConfig,
+    RecommendationResult,
+    Recommender,
+    resolve_reranker,
+)
+from assistant.retrieval.query import Query
+from assistant.retrieval.searcher import EmptyLibraryError
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[..., None]
-CancelFn = Callable[[], bool]
-
-
-_STAGE_LABELS = {
-    "embed": "Embedding papers",
-    "bm25": "Building the BM25 index",
-    "faiss": "Building the vector index",
-}
-
-
-class EmptyLibraryError(RuntimeError):
-    """Nothing to recommend from yet."""
-
-
-class EngineCancelled(Exception):
-    """A job was cancelled between two steps."""
-
-
-def _noop(*_a, **_k) -> None:
-    return None
-
-
-def _never() -> bool:
-    return False
-
 
 @dataclass
-class EngineSettings:
-    """What the engine needs from the user's settings."""
+class ServiceSettings:
+    """What the service needs from the user's settings."""
 
     db_path: Path | None = None
-    encoder: str | None = None  # None = default (minilm)
+    encoder: str | None = None  # None = the index's encoder, else the default (minilm)
+    max_length: int | None = None  # tokens embedded per paper (None = the index's, else 128)
     device: str = "auto"  # auto | cpu | cuda
-    reranker: str | None = "auto"  # "auto" = shipped default if present, None/"" = off
+    reranker: str | None = "auto"  # see retrieval.pipeline.resolve_reranker
     use_intent: bool = True
 
 
@@ -75,98 +87,261 @@ class IndexStatus:
         )
 
 
-class Engine:
-    """Holds the library connection, encoder and recommender for one library file."""
+@dataclass
+class _Snapshot:
+    """A committed index and the connection that reads it (never touched by a job)."""
 
-    def __init__(self, settings: EngineSettings | None = None) -> None:
-        self.settings = settings or EngineSettings()
+    library: Library
+    recommender: Recommender
+
+
+def paper_bibtex(paper: Paper) -> str:
+    """The BibTeX entry of one library paper, with its stable citekey."""
+    return paper_to_bibtex(paper)
+
+
+def open_library(path: Path | str) -> Library:
+    """A connection to a library file (created when missing); raises ``LibraryOpenError``."""
+    return Library(Path(path))
+
+
+class Service:
+    """The one application service for one library file (see the module docstring)."""
+
+    def __init__(self, settings: ServiceSettings | None = None) -> None:
+        self.settings = settings or ServiceSettings()
         self.db_path = Path(self.settings.db_path or default_db_path())
-        self._library = None
-        self._encoder = None
-        self._recommender = None
+        self._library: Library | None = None
+        self._encoder: Encoder | None = None
+        self._snapshot: _Snapshot | None = None
         self._embedded = 0
-        self._index_ready = False
-        self._lock = threading.RLock()
+        self._job_lock = threading.RLock()  # one job at a time
+        # short locks that only guard lazy opening (never held while a job runs):
+        self._library_lock = threading.Lock()  # the job connection
+        self._encoder_lock = threading.Lock()  # the encoder (its first build can take a minute)
+        self._snapshot_lock = threading.Lock()  # the first snapshot
 
     # --- resources ---------------------------------------------------------------------------
     @property
-    def library(self):
-        if self._library is None:
-            from assistant.library.store import Library
-
-            self._library = Library(self.db_path)
-        return self._library
+    def library(self) -> Library:
+        """The job connection (imports and indexing write through it)."""
+        with self._library_lock:
+            if self._library is None:
+                self._library = Library(self.db_path)
+            return self._library
 
     def close(self) -> None:
         if self._library is not None:
             self._library.close()
             self._library = None
-        self._recommender = None
+        snapshot, self._snapshot = self._snapshot, None
+        if snapshot is not None:
+            snapshot.library.close()
 
-    def load_encoder(self, progress: Progress = _noop):
-        if self._encoder is None:
-            from assistant.config import index_dir_for
-            from assistant.retrieval.index import load_index_encoder
+    def load_encoder(self, progress: Progress = no_progress) -> Encoder:
+        """The encoder the library's index was built with (same model and max length), so an
+        index built by the CLI is reused instead of being re-embedded."""
+        with self._encoder_lock:
+            if self._encoder is None:
+                progress(ProgressEvent(0, None, "encoder", "Loading the encoder…"))
+                self._encoder = load_index_encoder(
+                    index_dir_for(self.db_path),
+                    self.settings.encoder or None,
+                    self.settings.max_length,
+                    device=self.settings.device,
+                    progress=progress,
+                )
+            return self._encoder
 
-            progress(0, 0, "Loading the encoder (built on first use, this can take a minute)…")
-            # The encoder the library's index was built with (same model and max length), so an
-            # index built by the CLI is reused instead of being re-embedded.
-            self._encoder = load_index_encoder(
-                index_dir_for(self.db_path),
-                self.settings.encoder or None,
-                device=self.settings.device,
-                progress=lambda message: progress(0, 0, str(message)),
+    def default_config(self, **overrides) -> PipelineConfig:
+        """The pipeline configuration of these settings (reranker resolved), with ``overrides``."""
+        reranker, weight = resolve_reranker(self.settings.reranker)
+        config = PipelineConfig(reranker=reranker, use_intent=self.settings.use_intent)
+        if weight is not None:
+            config.rerank_weight = weight
+        return replace(config, **overrides)
+
+    # --- reads (never wait for a job) --------------------------------------------------------
+    def _current(self) -> _Snapshot:
+        snapshot = self._snapshot
+        if snapshot is not None:
+            return snapshot
+        with self._snapshot_lock:
+            if self._snapshot is None:
+                self._snapshot = self._open_snapshot(self.load_encoder())
+            return self._snapshot
+
+    def _open_snapshot(self, encoder: Encoder) -> _Snapshot:
+        """A new reader over the committed index (raises ``EmptyLibraryError``/``IndexMissingError``)."""
+        reader = Library(self.db_path)
+        try:
+            recommender = Recommender(reader, config=self.default_config(), encoder=encoder)
+        except BaseException:
+            reader.close()
+            raise
+        self._embedded = int(recommender.searcher.meta.get("count", 0))
+        return _Snapshot(reader, recommender)
+
+    def recommend(
+        self,
+        query: Query | str,
+        config: PipelineConfig | None = None,
+        cancelled: CancelCheck | None = None,
+    ) -> RecommendationResult:
+        """Run the pipeline on the last committed index (never builds one, never waits for a job)."""
+        return self._current().recommender.recommend(query, config=config, cancelled=cancelled)
+
+    @property
+    def ready(self) -> bool:
+        """Whether a committed index is open for recommending."""
+        return self._snapshot is not None
+
+    @property
+    def recommender(self) -> Recommender:
+        """The recommender over the last committed index (opened on first use)."""
+        return self._current().recommender
+
+    def reader(self) -> Library:
+        """A connection for reads that must not wait for a job (the snapshot's when one is open)."""
+        snapshot = self._snapshot
+        return snapshot.library if snapshot is not None else self.library
+
+    def paper_bibtex(self, paper: Paper) -> str:
+        """The BibTeX entry of one library paper, with its stable citekey."""
+        return paper_bibtex(paper)
+
+    def cited_ids(self, keys: Sequence[str], library: Library | None = None) -> tuple[int, ...]:
+        """Library ids of the citekeys a manuscript already cites (unknown keys are skipped), read
+        through ``library`` (e.g. the UI thread's own connection) or :meth:`reader`."""
+        library = library or self.reader()
+        ids = []
+        for key in keys:
+            paper = library.get_by_citekey(key)
+            if paper is not None and paper.id is not None:
+                ids.append(paper.id)
+        return tuple(ids)
+
+    def index_stale(self) -> bool:
+        """Papers were added or removed since the index in use was built."""
+        return self._snapshot is not None and self.library.count() != self._embedded
+
+    def import_outcome(self, papers_before: int) -> str:
+        """After a cancelled import: what actually happened, in one sentence."""
+        after = self.library.count()
+        if after == papers_before:
+            return "Import cancelled: rolled back, the library is unchanged"
+        stale = " — the index is stale" if self.index_stale() else ""
+        return (
+            f"Import committed ({after - papers_before:+d} papers, {after} in all) "
+            f"before Cancel; indexing was cancelled{stale}"
+        )
+
+    def status(self) -> IndexStatus:
+        status = IndexStatus(
+            papers=self.reader().count(), embedded=self._embedded, ready=self.ready
+        )
+        if self._encoder is not None:
+            status.model = self._encoder.name
+            status.device = self._encoder.info.device
+            status.precision = self._encoder.info.precision
+        return status
+
+    # --- jobs (one at a time, on any thread) --------------------------------------------------
+    def _commit(self) -> None:
+        """Swap in a reader over the index a job has just committed."""
+        if self.library.count() == 0:
+            return
+        snapshot = self._open_snapshot(self.load_encoder())
+        try:  # load the lazy stages (reranker, intent model) now, not on the user's first request
+            snapshot.recommender.recommend(
+                "citation recommendation warm-up query",
+                config=replace(snapshot.recommender.config, k=1),
             )
-        return self._encoder
+        except Exception as exc:  # the first real request reports it properly
+            log.warning("warm-up query failed: %s", exc)
+        self._snapshot = snapshot
 
-    # --- jobs ---------------------------------------------------------------------------------
-    def prepare(self, progress: Progress = _noop, cancelled: CancelFn = _never) -> IndexStatus:
-        """Load the encoder, (incrementally) build the index and create the recommender."""
-        with self._lock:
+    def prepare(
+        self, progress: Progress = no_progress, cancelled: CancelCheck = never_cancelled
+    ) -> IndexStatus:
+        """Load the encoder, bring the index up to date and open the recommender on it."""
+        with self._job_lock:
             self.load_encoder(progress)
-            if cancelled():
-                return self.status()
-            self.build_index(progress, cancelled)
-            if cancelled() or self.library.count() == 0:
+            if self.library.count() == 0:
                 return self.status()  # an empty library has nothing to recommend from yet
-            progress(0, 0, "Loading the recommender…")
-            self._recommender = self._make_recommender()
-            self._warm_up()
+            self.build_index(progress, cancelled)
             return self.status()
 
-    def _warm_up(self) -> None:
-        """One tiny query so the lazily loaded stages (reranker, intent model) load now, not on the
-        user's first request."""
-        try:
-            config = replace(self._recommender.config, k=1)
-            self._recommender.recommend("citation recommendation warm-up query", config=config)
-        except Exception as exc:
-            log.warning("warm-up query failed: %s", exc)
+    def build_index(
+        self,
+        progress: Progress = no_progress,
+        cancelled: CancelCheck = never_cancelled,
+        *,
+        reload: bool = True,
+        **options,
+    ) -> IndexReport:
+        """Embed new/changed papers and update the index (``options``: ``retrieval.index.build_index``'s
+        keywords), then (``reload``) switch recommending to it. Raises ``EmptyLibraryError`` on an
+        empty library."""
+        with self._job_lock:
+            library = self.library
+            if library.count() == 0:
+                raise EmptyLibraryError(
+                    f"the library {self.db_path} is empty: nothing to index (import papers first)"
+                )
+            encoder = self.load_encoder(progress)
+            progress(ProgressEvent(0, None, "index", "Indexing the library…"))
+            report = build_index(library, encoder, progress, cancelled=cancelled, **options)
+            self._embedded = report.total - report.missing
+            if reload:
+                progress(ProgressEvent(0, None, "index", "Loading the recommender…"))
+                self._commit()
+            return report
 
-    def build_index(self, progress: Progress = _noop, cancelled: CancelFn = _never) -> Any:
-        from assistant.retrieval.index import build_index
+    def import_files(
+        self,
+        paths: Sequence[Path | str],
+        progress: Progress = no_progress,
+        cancelled: CancelCheck = never_cancelled,
+        *,
+        workers: int | None = 1,
+        index: bool = True,
+    ) -> ImportReport:
+        """Import BibTeX/RIS/CSL-JSON/PDF files or folders (one transaction), then, with ``index``,
+        update the index. A cancelled import rolls back and raises ``Cancelled``; a cancelled
+        indexing after a committed import raises ``Cancelled`` too (the import stays)."""
+        with self._job_lock:
+            report = import_paths(
+                self.library,
+                [Path(p) for p in paths],
+                progress=progress,
+                cancelled=cancelled,
+                workers=workers,
+            )
+            if report.cancelled:
+                raise Cancelled("import cancelled: nothing was imported")
+            if index and self.library.count():
+                try:
+                    self.build_index(progress, cancelled)
+                except Cancelled as exc:
+                    raise Cancelled(
+                        f"the import was committed ({report.added} added, {report.merged} merged) "
+                        "but indexing stopped: recommendations use the previous index until the "
+                        "library is re-indexed"
+                    ) from exc
+            return report
 
-        encoder = self.load_encoder(progress)
-        if self.library.count() == 0:
-            self._index_ready = False
-            return None
-
-        progress(0, 0, "Indexing the library…")
-        report = _progress_adapter(progress, cancelled, "indexing", "Indexing…")
-        result = _call_with_optional(
-            build_index, self.library, encoder, progress=report, cancelled=cancelled
-        )
-        self._index_ready = True
-        self._recommender = None  # picks up the new index
-        self._embedded = _embedded_count(result, self.library)
-        return result
-
-    def adapt_encoder(self, progress: Progress = _noop, cancelled: CancelFn = _never, options=None):
+    def adapt_encoder(
+        self,
+        progress: Progress = no_progress,
+        cancelled: CancelCheck = never_cancelled,
+        options=None,
+    ):
         """Library → Adapt to my library: fine-tune the bi-encoder on this library (citation graph
-        + pseudo-queries), export it, re-index with it and switch the engine to it.
+        + pseudo-queries), export it, re-index with it and switch to it.
 
         ``options`` is a ``training.encoder.EncoderOptions`` (default: 15-minute cap, the
-        engine's device). Cancelling keeps the current encoder and index. Returns
+        service's device). Cancelling keeps the current encoder and index. Returns
         ``(TrainReport, IndexStatus)``.
         """
         from assistant.training.encoder import EncoderOptions, adapt_encoder
@@ -174,190 +349,46 @@ class Engine:
         opts = options or EncoderOptions(max_minutes=15.0)
         device = (self.settings.device or "auto") if opts.device == "auto" else opts.device
         opts = replace(opts, device=device, reindex=True)  # the caller's options stay as they were
-
-        report = _progress_adapter(progress, cancelled, "adaptation", "Adapting the encoder…")
-        with self._lock:
+        with self._job_lock:
             if self.library.count() == 0:
                 raise EmptyLibraryError(f"the library {self.db_path} is empty: import papers first")
-            result = adapt_encoder(self.library, opts, progress=report, cancelled=cancelled)
+            result = adapt_encoder(self.library, opts, progress=progress, cancelled=cancelled)
             if result.stopped_reason == "cancelled":
-                raise EngineCancelled("adaptation cancelled")
+                raise Cancelled("adaptation cancelled: the current encoder stays in use")
             self.settings.encoder = opts.name
-            self._encoder = None  # the re-built index names the adapted encoder: reload both
-            self._recommender = None
-        return result, self.prepare(progress, cancelled)
+            with self._encoder_lock:
+                self._encoder = None  # the re-built index names the adapted encoder
+            return result, self.prepare(progress, cancelled)
 
-    def _make_recommender(self):
-        from assistant.retrieval.pipeline import PipelineConfig, Recommender
-
-        config = PipelineConfig()
-        reranker = self.settings.reranker
-        if reranker == "auto":
-            from assistant.retrieval.pipeline import shipped_reranker
-
-            shipped = shipped_reranker()
-            if shipped is not None:
-                config.reranker = shipped[0]
-                if shipped[1] is not None:
-                    config.rerank_weight = shipped[1]
-        else:
-            config.reranker = reranker or None
-        if hasattr(config, "use_intent"):
-            config.use_intent = self.settings.use_intent
-        return Recommender(self.library, config=config, encoder=self.load_encoder())
-
-    @property
-    def recommender(self):
-        if self._recommender is None:
-            self.prepare()
-        if self._recommender is None:
-            raise EmptyLibraryError(
-                f"the library {self.db_path} is empty: import papers first "
-                "(Library → Import files…)"
-            )
-        return self._recommender
-
-    def recommend(self, query, config=None, cancelled: CancelFn = _never):
-        """Run the pipeline (prepares the engine first if needed)."""
-        with self._lock:
-            return self.recommender.recommend(query, config=config, cancelled=cancelled)
-
-    def default_config(self):
-        from assistant.retrieval.pipeline import PipelineConfig
-
-        base = self.recommender.config if self._recommender is not None else PipelineConfig()
-        return replace(base)
-
-    def import_files(
-        self, paths: list[Path], progress: Progress = _noop, cancelled: CancelFn = _never
+    def train_reranker(
+        self, options, progress: Progress = no_progress, cancelled: CancelCheck | None = None
     ):
-        """Import BibTeX/RIS/CSL-JSON/PDF files or folders, then update the index."""
-        with self._lock:
-            result = import_into(self.library, paths, progress, cancelled)
-            if not cancelled() and self.library.count():
-                self.build_index(progress, cancelled)
-                self._recommender = self._make_recommender()
-            return result
+        """Train a cross-encoder on this library (``training.reranker.RerankerOptions``)."""
+        from assistant.training.reranker import train_reranker
 
-    def status(self) -> IndexStatus:
-        status = IndexStatus(
-            papers=self.library.count(),
-            embedded=self._embedded,
-            ready=self._recommender is not None,
+        with self._job_lock:
+            return train_reranker(self.library, options, progress=progress, cancelled=cancelled)
+
+    def train_encoder(
+        self, options, progress: Progress = no_progress, cancelled: CancelCheck | None = None
+    ):
+        """Fine-tune the bi-encoder on this library with ``options`` as given
+        (``training.encoder.EncoderOptions``); :meth:`adapt_encoder` also re-indexes and switches."""
+        from assistant.training.encoder import adapt_encoder
+
+        with self._job_lock:
+            return adapt_encoder(self.library, options, progress=progress, cancelled=cancelled)
+
+
+def require_library(path: Path | str) -> Path:
+    """``path`` when a library file exists there, else an error saying how to create one."""
+    path = Path(path)
+    if not path.exists():
+        raise LibraryMissingError(
+            "library not found (import papers with `assistant library import`)", file=path
         )
-        if self._encoder is not None:
-            info = getattr(self._encoder, "info", None)
-            status.model = getattr(self._encoder, "name", "") or ""
-            status.device = getattr(info, "device", "") or ""
-            status.precision = getattr(info, "precision", "") or ""
-        return status
+    return path
 
 
-def _progress_adapter(progress: Progress, cancelled: CancelFn, what: str, default: str):
-    """A callback for the index builder / trainers: maps ``IndexProgress`` objects or
-    ``(done, total, message)`` to ``progress`` and raises ``EngineCancelled`` when asked to stop."""
-
-    def report(*args, **kwargs):
-        if cancelled():
-            raise EngineCancelled(f"{what} cancelled")
-        if args and hasattr(args[0], "stage"):  # IndexProgress
-            p = args[0]
-            label = _STAGE_LABELS.get(p.stage, p.stage)
-            eta = f", about {p.eta_s:.0f} s left" if getattr(p, "eta_s", None) else ""
-            progress(p.done, p.total, f"{label} {p.done}/{p.total}{eta}")
-            return
-        done, total = ((*args, 0, 0))[:2]
-        progress(done, total, kwargs.get("message") or (args[2] if len(args) > 2 else default))
-
-    return report
-
-
-def _call_with_optional(fn, *args, **kwargs):
-    """Call ``fn`` passing only the keyword arguments it accepts."""
-    import inspect
-
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return fn(*args, **kwargs)
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return fn(*args, **kwargs)
-    return fn(*args, **{k: v for k, v in kwargs.items() if k in params})
-
-
-def _embedded_count(result, library) -> int:
-    for name in ("embedded", "total", "n_vectors", "count", "vectors"):
-        value = getattr(result, name, None)
-        if isinstance(value, int):
-            return value
-    if isinstance(result, dict):
-        for name in ("embedded", "total", "vectors"):
-            if isinstance(result.get(name), int):
-                return result[name]
-    return library.count()
-
-
-def import_into(
-    library, paths: list[Path], progress: Progress = _noop, cancelled: CancelFn = _never
-):
-    """Import files/folders into ``library`` with the library layer's importer."""
-    from assistant.library.importers import import_paths
-
-    def report(p) -> None:
-        if hasattr(p, "files_done"):
-            name = Path(p.current_file).name if p.current_file else ""
-            progress(
-                p.bytes_done,
-                p.bytes_total or 1,
-                f"Importing {name} ({p.files_done}/{p.files_total} files, {p.records} records)",
-            )
-        else:
-            progress(0, 0, "Importing…")
-
-    # workers=1: no forked processes from inside the GUI's threads
-    return _call_with_optional(
-        import_paths,
-        library,
-        [Path(p) for p in paths],
-        progress=report,
-        cancelled=cancelled,
-        workers=1,
-    )
-
-
-def paper_bibtex(library, paper) -> str:
-    """The BibTeX entry of one library paper, with its stable citekey (library export layer)."""
-    from assistant.library import export
-
-    for name in ("paper_to_bibtex", "to_bibtex", "entry_for"):
-        fn = getattr(export, name, None)
-        if callable(fn):
-            return fn(paper)
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "one.bib"
-        export.export_bibtex(library, out, citekeys=[paper.citekey])
-        return out.read_text(encoding="utf-8")
-
-
-def preload_modules() -> None:
-    """Import the engine's heavy modules (numpy, scipy, onnxruntime, faiss, bm25s) up front.
-
-    Called before the window appears: C-extension initialisation holds the GIL, so doing it
-    later on the engine thread would freeze the UI for a moment.
-    """
-    import importlib
-
-    for name in (
-        "assistant.library.store",
-        "assistant.inference.encoder",
-        "assistant.retrieval.index",
-        "assistant.retrieval.pipeline",
-        "assistant.library.importers",
-        "assistant.library.export",
-    ):
-        try:
-            importlib.import_module(name)
-        except ImportError:  # reported properly when the engine needs it
-            pass
+class LibraryMissingError(AssistantError):
+    """The library file does not exist yet."""

@@ -7,7 +7,7 @@ auto-exports, attachments, citekey patterns, and the table view (:class:`PaperTa
 
 from __future__ import annotations
 
-from assistant.library.groups import Collection, LibraryEditError
+from assistant.library.groups import Collection, LibraryEditError, find_collection
 from assistant.library.manager import LibraryManager, PaperDetails
 from assistant.library.table import COLUMNS, PaperTable, View, parse_search
 
@@ -19,5 +19,6 @@ __all__ = [
     "PaperDetails",
     "PaperTable",
     "View",
+    "find_collection",
     "parse_search",
 ]

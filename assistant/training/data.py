@@ -25,6 +25,7 @@ from pathlib import Path
 
 from assistant.config import REPO_ROOT
 from assistant.library.models import TITLE_ABSTRACT_SEP, Citation, Paper
+from assistant.progress import Progress, ProgressEvent
 
 # one marker stripper / sentence splitter for queries at training and at recommendation time
 from assistant.retrieval.query import split_sentences
@@ -292,7 +293,7 @@ def add_negatives(
     rng: random.Random,
     depth: int = 50,
     batch_size: int = 256,
-    progress: Callable[[int, int, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[dict]:
     """One listwise example per query: positive + ``n_hard`` prefilter + ``n_random`` random negatives.
 
@@ -332,7 +333,14 @@ def add_negatives(
                 }
             )
         if progress:
-            progress(min(start + batch_size, len(queries)), len(queries), "mining hard negatives")
+            progress(
+                ProgressEvent(
+                    min(start + batch_size, len(queries)),
+                    len(queries),
+                    "training",
+                    "mining hard negatives",
+                )
+            )
     return out
 
 

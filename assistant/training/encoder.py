@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assistant.progress import ProgressEvent
 from assistant.training import common, data
 from assistant.training.common import Budget, TrainingError, TrainReport
 
@@ -134,7 +135,7 @@ def query_triplets(
     progress: common.ProgressFn | None = None,
 ) -> list[dict]:
     """Pseudo-query triplets: query → its paper, hard negative from the prefilter's band.
-    ``progress(done, total, message)`` is called after every 256 queries."""
+    ``progress(ProgressEvent)`` is called after every 256 queries."""
     queries = [
         q for q in data.make_queries(corpus, n, rng, tuple(opts.query_mix)) if q.kind != "citation"
     ]
@@ -168,7 +169,14 @@ def query_triplets(
                 }
             )
         if progress:
-            progress(min(start + 256, len(queries)), len(queries), "mining hard negatives")
+            progress(
+                ProgressEvent(
+                    min(start + 256, len(queries)),
+                    len(queries),
+                    "training",
+                    "mining hard negatives",
+                )
+            )
     return out
 
 
@@ -251,7 +259,7 @@ def adapt_encoder(
     if opts.max_length is None:
         opts = replace(opts, max_length=_index_max_length(library))
     if progress:
-        progress(0, 1, "building training pairs")
+        progress(ProgressEvent(0, 1, "training", "building training pairs"))
     rows, corpus, stats, fingerprint = prepare_triplets(library, opts, work_dir, progress, device)
     if not rows:
         raise TrainingError("no training pair could be generated from this library")
@@ -375,9 +383,5 @@ def _reindex(library, model_dir: Path, progress, cancelled) -> str:
         return f"re-index skipped: retrieval/inference layer not available ({exc})"
     encoder = load_encoder(model_dir)
 
-    def on_index(p) -> None:  # IndexProgress -> the trainers' (done, total, message)
-        if progress:
-            progress(p.done, p.total, f"re-indexing ({p.stage}) {p.done}/{p.total}")
-
-    build_index(library, encoder, progress=on_index, cancelled=cancelled)
+    build_index(library, encoder, progress=progress, cancelled=cancelled)
     return f"re-indexed the library with encoder {encoder.name} (fingerprint {encoder.fingerprint})"

@@ -19,6 +19,8 @@ from pathlib import Path
 import click
 import numpy as np
 
+from assistant.progress import ProgressEvent
+
 ALPHAS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 
 
@@ -81,7 +83,7 @@ def collect_candidates(
             }
         )
         if progress:
-            progress(n, len(queries), "prefilter")
+            progress(ProgressEvent(n, len(queries), "prefilter", "prefilter"))
     return rows, doi_of
 
 
@@ -162,7 +164,7 @@ def score_rows(rows: list[dict], model_dir: str, key: str = "rerank", progress=N
         r[key] = [float(s) for s in model.score(r["focus"], r["texts"])]
         times.append((time.perf_counter() - t) * 1000)
         if progress:
-            progress(n, len(rows), "reranking")
+            progress(ProgressEvent(n, len(rows), "rerank", "reranking"))
     return {
         "p50_ms": round(float(np.percentile(times, 50)), 1),
         "p95_ms": round(float(np.percentile(times, 95)), 1),

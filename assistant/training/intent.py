@@ -25,6 +25,7 @@ import click
 import numpy as np
 
 from assistant.inference.intent import LABELS, normalize_context
+from assistant.training.common import safe_torch_load
 from assistant.training.intent_calibration import cv_bias_gain, fit_class_bias, fit_temperature
 from assistant.training.intent_card import ship_int8_only, write_model_card
 
@@ -67,13 +68,35 @@ class IntentTrainConfig:
     export: bool = True
     labels: tuple[str, ...] = field(default=LABELS)
     init_from: Path | None = None  # warm start: weights of an earlier checkpoint (last.pt/best.pt)
+    aux: bool = False  # add citectx (ACL-ARC + 3C train, mapped labels; see intent_aux)
+    aux_weight: float = 0.5  # loss weight of an aux example (noisier, other scheme)
+    teacher_logits: Path | None = None  # .npz from dump_teacher_logits: distil from a teacher
+    distill_alpha: float = 0.5  # share of the soft-target loss
+    distill_temperature: float = 2.0
+    train_top_layers: int | None = None  # freeze embeddings + all but the top N layers (cheaper)
 
 
 @dataclass
 class Example:
     text: str
     label: int
-    weight: float = 1.0
+    weight: float = 1.0  # label confidence
+    aux: bool = False
+
+
+def training_examples(cfg: IntentTrainConfig) -> list[Example]:
+    """SciCite train, plus the mapped citectx training rows when ``cfg.aux``."""
+    out = load_scicite(cfg.train_path, cfg.limit_train)
+    if cfg.aux:
+        from assistant.training.intent_aux import load_aux_training
+
+        seen = {e.text.lower() for e in out}
+        out += [
+            Example(p.context, p.label, 1.0, aux=True)
+            for p in load_aux_training()
+            if p.context.lower() not in seen
+        ]
+    return out
 
 
 def load_scicite(path: Path, limit: int | None = None) -> list[Example]:
@@ -236,7 +259,7 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
     t_start = time.time()
     if export_only:
         return _export_only(cfg, progress)
-    train_set = load_scicite(cfg.train_path, cfg.limit_train)
+    train_set = training_examples(cfg)
     dev_set = load_scicite(cfg.dev_path, cfg.limit_dev)
     torch.manual_seed(cfg.seed)
     model, base_path = _build_model(cfg)
@@ -265,6 +288,8 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
     eval_every = max(1, steps_per_epoch // max(1, cfg.evals_per_epoch))
     if cfg.freeze_embeddings:
         model.encoder.get_input_embeddings().weight.requires_grad_(False)
+    if cfg.train_top_layers is not None:
+        _freeze_below(model.encoder, cfg.train_top_layers)
     head_params = list(model.head.parameters())
     enc_params = [
         p for n, p in model.named_parameters() if not n.startswith("head.") and p.requires_grad
@@ -282,7 +307,7 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
     state = {"step": 0, "best_f1": -1.0, "best_step": 0, "history": [], "elapsed_s": 0.0}
     last, best = cfg.work_dir / "last.pt", cfg.work_dir / "best.pt"
     if last.exists():
-        ck = torch.load(last, map_location="cpu", weights_only=False)
+        ck = safe_torch_load(last)
         if ck.get("config_key") != _config_key(cfg):
             raise click.ClickException(
                 f"{last} was written by a different configuration; "
@@ -296,6 +321,12 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
         progress(f"resumed from {last} at step {state['step']}/{total}")
     dev_texts = [e.text for e in dev_set]
     dev_y = np.array([e.label for e in dev_set])
+    soft = None
+    if cfg.teacher_logits:
+        from assistant.training.intent_distill import load_teacher_logits
+
+        soft = torch.tensor(load_teacher_logits(cfg.teacher_logits, [e.text for e in train_set]))
+    aux_w = torch.tensor([cfg.aux_weight if e.aux else 1.0 for e in train_set])
 
     def evaluate_and_keep() -> None:
         logits = predict_logits(model, tokenizer, dev_texts, cfg.max_length)
@@ -332,13 +363,18 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
                 break
             enc = _encode(tokenizer, [train_set[i].text for i in batch], cfg.max_length)
             y = torch.tensor([train_set[i].label for i in batch])
-            w = class_w[y]
+            w = class_w[y] * aux_w[batch]
             if cfg.confidence_weighting:
                 w = w * torch.tensor([0.5 + 0.5 * train_set[i].weight for i in batch])
             logits = model(enc["input_ids"], enc["attention_mask"])[0]
-            loss = (
-                torch.nn.functional.cross_entropy(logits, y, reduction="none") * w
-            ).sum() / w.sum()
+            per = torch.nn.functional.cross_entropy(logits, y, reduction="none")
+            if soft is not None:
+                from assistant.training.intent_distill import soft_target_loss
+
+                per = (1 - cfg.distill_alpha) * per + cfg.distill_alpha * soft_target_loss(
+                    logits, soft[batch], cfg.distill_temperature
+                )
+            loss = (per * w).sum() / w.sum()
             loss.backward()
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
             optim.step()
@@ -346,7 +382,10 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
             optim.zero_grad(set_to_none=True)
             state["step"] += 1
             if state["step"] % 50 == 0:
-                progress(f"step {state['step']}/{total} loss {loss.item():.4f}")
+                progress(
+                    f"step {state['step']}/{total} loss {loss.item():.4f} "
+                    f"{time.time() - t_start:.0f}s"
+                )
             if state["step"] % eval_every == 0 or state["step"] == total:
                 evaluate_and_keep()
             if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
@@ -381,17 +420,16 @@ def evaluate_exported(out_dir: Path, texts: list[str], y: np.ndarray, labels) ->
 
 def _export_only(cfg: IntentTrainConfig, progress=print) -> dict:
     """Calibrate and export ``work_dir/best.pt`` without (more) training (e.g. a stopped run)."""
-    import torch
     from transformers import AutoTokenizer
 
     last = cfg.work_dir / "last.pt"
     if not (cfg.work_dir / "best.pt").exists() or not last.exists():
         raise click.ClickException(f"no checkpoint in {cfg.work_dir}; train first")
-    state = torch.load(last, map_location="cpu", weights_only=False)["state"]
+    state = safe_torch_load(last)["state"]
     model, base_path = _build_model(cfg)
     tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
     dev_set = load_scicite(cfg.dev_path, cfg.limit_dev)
-    n_train = len(load_scicite(cfg.train_path, cfg.limit_train))
+    n_train = len(training_examples(cfg))
     return finish(
         cfg,
         model,
@@ -405,14 +443,22 @@ def _export_only(cfg: IntentTrainConfig, progress=print) -> dict:
     )
 
 
+def _freeze_below(encoder, top: int) -> None:
+    """Train only the top ``top`` transformer layers: no backward pass through the rest."""
+    layers = encoder.encoder.layer
+    keep = {id(p) for layer in layers[len(layers) - max(0, top) :] for p in layer.parameters()}
+    for name, p in encoder.named_parameters():
+        if id(p) not in keep and not name.startswith("pooler."):
+            p.requires_grad_(False)
+
+
 def _warm_start(model, checkpoint: Path, progress=print) -> None:
     """Load the weights of an earlier run (a ``last.pt`` or ``best.pt``) before training continues
     on a fresh schedule, e.g. one more epoch at a lower learning rate."""
-    import torch
 
     if not Path(checkpoint).is_file():
         raise click.ClickException(f"--init-from: {checkpoint} not found")
-    ck = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    ck = safe_torch_load(checkpoint)
     model.load_state_dict(ck["model"] if isinstance(ck, dict) and "model" in ck else ck)
     progress(f"warm start from {checkpoint}")
 
@@ -430,10 +476,9 @@ def finish(
     cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, progress=print
 ) -> dict:
     """Reload the best checkpoint, calibrate on dev, export ONNX + manifest + model card."""
-    import torch
 
     if (cfg.work_dir / "best.pt").exists():
-        model.load_state_dict(torch.load(cfg.work_dir / "best.pt", map_location="cpu"))
+        model.load_state_dict(safe_torch_load(cfg.work_dir / "best.pt"))
     raw = predict_logits(model, tokenizer, dev_texts, cfg.max_length)
     raw_metrics = classification_metrics(dev_y, raw.argmax(1), cfg.labels)
     bias = np.zeros(raw.shape[1])
@@ -560,6 +605,33 @@ def finish(
     default=None,
     help="Warm start from the weights of an earlier checkpoint (fresh optimizer and schedule).",
 )
+@click.option(
+    "--aux",
+    is_flag=True,
+    help="Also train on citectx (ACL-ARC + 3C train, labels mapped to SciCite).",
+)
+@click.option("--aux-weight", type=float, default=0.5, show_default=True)
+@click.option(
+    "--teacher-logits",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Distil: .npz written by --dump-logits of a teacher run.",
+)
+@click.option("--distill-alpha", type=float, default=0.5, show_default=True)
+@click.option("--distill-temperature", type=float, default=2.0, show_default=True)
+@click.option(
+    "--dump-logits",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write this run's logits on the training texts (teacher for distillation) and stop; "
+    "uses --work-dir's best.pt (last.pt while the first evaluation is pending).",
+)
+@click.option(
+    "--train-top-layers",
+    type=int,
+    default=None,
+    help="Freeze all but the top N encoder layers (a big encoder trains ~2x faster on CPU).",
+)
 @click.option("--no-export", is_flag=True, help="Train only; do not write the ONNX model folder.")
 @click.option(
     "--export-only", is_flag=True, help="Export the best checkpoint of --work-dir without training."
@@ -583,15 +655,24 @@ def train_intent(
     threads,
     head_lr,
     init_from,
+    aux,
+    aux_weight,
+    teacher_logits,
+    distill_alpha,
+    distill_temperature,
+    dump_logits,
+    train_top_layers,
     no_export,
     export_only,
 ) -> None:
     """Fine-tune the citation-intent classifier on SciCite and export int8 ONNX."""
-    from assistant.config import REPO_ROOT, SHIPPED_MODELS_DIR, data_dir
+    from assistant.config import SHIPPED_MODELS_DIR, data_dir
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     logging.getLogger("transformers").setLevel(logging.ERROR)
-    scicite = REPO_ROOT.parent / "shared" / "data" / "scicite"
+    from assistant.training.data import shared_data_dir
+
+    scicite = shared_data_dir() / "scicite"
     train_path = Path(train_path or scicite / "train.jsonl")
     dev_path = Path(dev_path or scicite / "dev.jsonl")
     for p in (train_path, dev_path):
@@ -618,7 +699,22 @@ def train_intent(
         export=not no_export,
         head_lr=head_lr,
         init_from=Path(init_from) if init_from else None,
+        aux=aux,
+        aux_weight=aux_weight,
+        teacher_logits=Path(teacher_logits) if teacher_logits else None,
+        distill_alpha=distill_alpha,
+        distill_temperature=distill_temperature,
+        train_top_layers=train_top_layers,
     )
+    if dump_logits:
+        from assistant.training.intent_distill import dump_teacher_logits
+
+        # the best checkpoint, or the latest one of a run still in progress
+        found = [p for p in (cfg.work_dir / "best.pt", cfg.work_dir / "last.pt") if p.is_file()]
+        if not found:
+            raise click.ClickException(f"no checkpoint in {cfg.work_dir}; train the teacher first")
+        dump_teacher_logits(cfg, found[0], Path(dump_logits), lambda m: click.echo(m, err=True))
+        return
     summary = train(cfg, progress=lambda m: click.echo(m, err=True), export_only=export_only)
     click.echo(
         json.dumps(

@@ -45,7 +45,7 @@ Output: calibrated probabilities (temperature scaling, T = {summary["temperature
 ## Data
 - Train: SciCite `train.jsonl` ({summary["train_examples"]} examples; Cohan et al., NAACL 2019), `label_confidence`
   used as a loss weight (0.5 + 0.5 * confidence; 1 when missing).
-- Selection and calibration: SciCite `dev.jsonl` ({summary["dev_examples"]} examples). No test data was used.
+{_aux_lines(cfgd)}- Selection and calibration: SciCite `dev.jsonl` ({summary["dev_examples"]} examples). No test data was used.
 
 ## Recipe
 - Base: `{cfgd["base_model"]}` (`{summary["base_path"]}`), mean pooling, dropout {cfgd["dropout"]}, linear head.
@@ -78,8 +78,32 @@ Confusion matrix (rows = gold, columns = predicted: {", ".join(labels)}):
 Dev macro-F1 during training (step: F1): {hist}
 {_int8_section(summary)}{extra_sections}"""
     path = Path(out_dir) / "MODEL_CARD.md"
+    if path.is_file():  # hand-written sections (per-paper intent, ...) survive a re-export
+        old = path.read_text(encoding="utf-8")
+        if KEEP_MARKER in old:
+            text = text.rstrip() + "\n\n" + old[old.index(KEEP_MARKER) :]
     path.write_text(text, encoding="utf-8")
     return path
+
+
+KEEP_MARKER = "<!-- sections below are kept when the model is re-exported -->"
+
+
+def _aux_lines(cfgd: dict) -> str:
+    out = ""
+    if cfgd.get("aux"):
+        out += (
+            "- Auxiliary: citectx ACL-ARC train + 3C ACT train contexts, 6 classes mapped to SciCite "
+            "(BACKGROUND, FUTURE, MOTIVATION -> background; USES, EXTENSION -> method; "
+            f"COMPARES_CONTRASTS -> result; `assistant.training.intent_aux`), loss weight {cfgd.get('aux_weight')}.\n"
+        )
+    if cfgd.get("teacher_logits"):
+        out += (
+            f"- Distilled from teacher logits `{cfgd['teacher_logits']}`: loss = "
+            f"{1 - cfgd['distill_alpha']:.2f} * CE + {cfgd['distill_alpha']:.2f} * T^2 KL(teacher_T || student_T), "
+            f"T = {cfgd['distill_temperature']}.\n"
+        )
+    return out
 
 
 def _int8_section(summary: dict) -> str:

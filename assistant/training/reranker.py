@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from assistant.progress import ProgressEvent
 from assistant.training import common, data
 from assistant.training.common import Budget, TrainingError, TrainReport
 
@@ -76,7 +77,7 @@ def prepare_examples(
     training set's fingerprint (options + library state)."""
     blacklist = data.load_blacklist(opts.blacklist)
     if progress:
-        progress(0, 1, "reading the library")
+        progress(ProgressEvent(0, 1, "training", "reading the library"))
     corpus = data.corpus_from_library(library, blacklist)
     if len(corpus.docs) < 3:
         raise TrainingError(

@@ -1,6 +1,6 @@
 """``assistant library edit|show|history|revert|trash|duplicates|collections|auto-export|attach|citekeys``.
 
-Registered on the ``library`` group of :mod:`assistant.library.commands`; every command is a
+Registered on the ``library`` group of :mod:`assistant.cli.library`; every command is a
 thin layer over :class:`assistant.library.manager.LibraryManager`.
 """
 
@@ -12,7 +12,7 @@ import json
 import click
 
 from assistant.errors import AssistantError
-from assistant.library.commands import _open, db_option, library
+from assistant.cli.library import _open, db_option, library
 
 
 def _manager(ctx, db):

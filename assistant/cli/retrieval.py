@@ -8,48 +8,34 @@ import time
 
 import click
 
-from assistant.retrieval.index import KINDS
+from assistant.service import INDEX_KINDS, EmptyQueryError
 
 
-def _open_library(ctx: click.Context, db: str | None):
+def _service(ctx: click.Context, db: str | None, **settings):
+    """The application service over the command's library (which must exist)."""
     from assistant.cli import resolve_db_path
-    from assistant.library.store import Library
+    from assistant.service import Service, ServiceSettings, require_library
 
-    path = resolve_db_path(ctx, db)
-    if not path.exists():
-        raise click.ClickException(
-            f"library not found: {path} (import papers with `assistant library import`)"
-        )
-    return Library(path)
+    path = require_library(resolve_db_path(ctx, db))
+    return Service(ServiceSettings(db_path=path, **settings))
 
 
 class _Progress:
-    """One status line on stderr with rate and ETA, refreshed at most twice a second."""
+    """One status line on stderr, refreshed at most twice a second."""
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
         self.last = 0.0
 
-    def __call__(self, p) -> None:
-        if self.quiet:
+    def __call__(self, event) -> None:
+        if self.quiet or not event.total:
             return
         now = time.monotonic()
-        final = p.done >= p.total
+        final = event.done >= event.total
         if not final and now - self.last < 0.5:
             return
         self.last = now
-        if p.stage == "embed":
-            eta = (
-                f", ETA {int(p.eta_s // 60)}m{int(p.eta_s % 60):02d}s"
-                if p.eta_s is not None
-                else ""
-            )
-            msg = f"embedding {p.done}/{p.total} papers ({p.rate:.1f}/s{eta})"
-        elif p.stage == "bm25":
-            msg = f"BM25 index over {p.total} papers" + (" done" if final and p.total else "...")
-        else:
-            msg = f"writing FAISS index ({p.total} vectors)"
-        click.echo(f"\r{msg:<78}", nl=final or p.stage != "embed", err=True)
+        click.echo(f"\r{event.message:<78}", nl=final or event.stage != "embed", err=True)
 
 
 @click.command("index")
@@ -68,7 +54,7 @@ class _Progress:
 )
 @click.option(
     "--kind",
-    type=click.Choice(KINDS),
+    type=click.Choice(INDEX_KINDS),
     default="auto",
     show_default=True,
     help="FAISS index: exact flat inner product below 200k papers, HNSW above (auto).",
@@ -114,36 +100,25 @@ def index(
     quiet,
 ):
     """Embed new/changed papers and update the FAISS + BM25 indexes (resumable)."""
-    from assistant.config import index_dir_for
-    from assistant.retrieval.index import build_index, load_index_encoder
-
-    library = _open_library(ctx, db)
+    service = _service(ctx, db, encoder=encoder_name, max_length=max_length)
     try:
-        if library.count() == 0:
-            raise click.ClickException(
-                f"the library {library.path} is empty: nothing to index "
-                "(import papers with `assistant library import`)"
-            )
-        encoder = load_index_encoder(index_dir_for(library.path), encoder_name, max_length)
-        try:
-            report = build_index(
-                library,
-                encoder,
-                _Progress(quiet or as_json),
-                kind=kind,
-                batch_size=batch_size,
-                rebuild=rebuild,
-                reuse_from=reuse_from,
-                embed_budget_s=budget_s,
-            )
-        except KeyboardInterrupt:
-            click.echo(
-                "\ninterrupted: embedded chunks are kept; run `assistant index` again to resume",
-                err=True,
-            )
-            sys.exit(130)
+        report = service.build_index(
+            _Progress(quiet or as_json),
+            kind=kind,
+            batch_size=batch_size,
+            rebuild=rebuild,
+            reuse_from=reuse_from,
+            embed_budget_s=budget_s,
+            reload=False,
+        )
+    except KeyboardInterrupt:
+        click.echo(
+            "\ninterrupted: embedded chunks are kept; run `assistant index` again to resume",
+            err=True,
+        )
+        sys.exit(130)
     finally:
-        library.close()
+        service.close()
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
         return
@@ -243,12 +218,7 @@ def recommend(
     as_json,
 ):
     """Recommend papers from the library for TEXT (a citation context, paragraph, or nothing + --title/--abstract)."""
-    from dataclasses import replace
-
-    from assistant.retrieval.intent_stage import parse_intent_preference
-    from assistant.retrieval.pipeline import PipelineConfig, Recommender, shipped_reranker
-    from assistant.retrieval.query import EmptyQueryError, Query
-    from assistant.retrieval.searcher import RetrievalError
+    from assistant.service import parse_intent_preference, query_for_text
 
     if k <= 0:
         raise click.BadParameter("must be positive", param_hint="-k")
@@ -258,46 +228,33 @@ def recommend(
         raise click.BadParameter(str(exc), param_hint="--need") from None
     if preference and no_intent:
         raise click.UsageError("--need ranks by intent: it cannot be combined with --no-intent")
-    library = _open_library(ctx, db)
     try:
-        config = PipelineConfig(
+        query = query_for_text(text, mode, title, abstract)
+    except EmptyQueryError as exc:
+        raise click.UsageError(str(exc)) from exc
+    service = _service(ctx, db, reranker=reranker, use_intent=not no_intent)
+    try:
+        overrides = {"fusion": fusion} if fusion else {}
+        config = service.default_config(
             k=k,
             candidates=max(candidates, k),
-            reranker=None,
             use_dense=not no_dense,
             use_bm25=not no_bm25,
-            use_intent=not no_intent,
             max_year=max_year,
             intent_preference=preference,
+            **overrides,
         )
         if collection:
-            from assistant.errors import AssistantError
-            from assistant.library.groups import find_collection
+            from dataclasses import replace
 
-            try:
-                config = replace(config, collection_ids=(find_collection(library, collection).id,))
-            except AssistantError as exc:
-                raise click.ClickException(str(exc)) from None
-        if reranker == "auto":
-            shipped = shipped_reranker()
-            if shipped is not None:
-                config = replace(config, reranker=shipped[0])
-                if shipped[1] is not None:
-                    config = replace(config, rerank_weight=shipped[1])
-        elif reranker and reranker.lower() != "none":
-            config = replace(config, reranker=reranker)
-        if fusion:
-            config = replace(config, fusion=fusion)
-        try:
-            query = Query(text=text or "", mode=mode, title=title, abstract=abstract)
-            query.parts()
-            result = Recommender(library, config).recommend(query)
-        except EmptyQueryError as exc:
-            raise click.UsageError(str(exc)) from exc
-        except RetrievalError as exc:
-            raise click.ClickException(str(exc)) from exc
+            from assistant.service.library import find_collection
+
+            config = replace(
+                config, collection_ids=(find_collection(service.reader(), collection).id,)
+            )
+        result = service.recommend(query, config)
     finally:
-        library.close()
+        service.close()
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
@@ -313,7 +270,7 @@ def recommend(
             f"{rank:>3}. {p.citekey or p.id}  {p.title} ({authors}, {p.year or 'n.d.'})  score {item.score:.3f}{intent}"
         )
     if bibtex and result.items:
-        from assistant.library.export import paper_to_bibtex
+        from assistant.service import paper_bibtex as paper_to_bibtex
 
         click.echo("")
         click.echo("\n".join(paper_to_bibtex(item.paper) for item in result.items), nl=False)
@@ -322,7 +279,7 @@ def recommend(
 def result_to_dict(result, bibtex: bool = False) -> dict:
     """JSON-friendly view of a RecommendationResult (with each paper's BibTeX entry when ``bibtex``)."""
     if bibtex:
-        from assistant.library.export import paper_to_bibtex
+        from assistant.service import paper_bibtex as paper_to_bibtex
     return {
         "query": result.query.display_text(),
         "mode": result.mode,
@@ -342,6 +299,8 @@ def result_to_dict(result, bibtex: bool = False) -> dict:
                 "intent": it.intent,
                 "intent_confidence": it.intent_confidence,
                 "intent_probs": it.intent_probs,
+                "intent_uncertain": it.intent_uncertain,
+                "intent_evidence": it.intent_evidence,
                 **({"bibtex": paper_to_bibtex(it.paper)} if bibtex else {}),
             }
             for rank, it in enumerate(result.items, start=1)

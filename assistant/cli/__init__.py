@@ -13,11 +13,13 @@ import logging
 import click
 
 from assistant import __version__
+from assistant.errors import AssistantError, Cancelled
 from assistant.logs import configure_logging
 
 
 class LazyGroup(click.Group):
-    """A click group whose sub-commands are imported on first use.
+    """A click group whose sub-commands are imported on first use (the product's one plugin
+    loader: ``importlib.import_module`` on the ``module:attribute`` names listed below).
 
     ``lazy_subcommands`` maps a command name to ``"module.path:attribute"``.
     """
@@ -52,17 +54,29 @@ class LazyGroup(click.Group):
 
 
 class RootGroup(LazyGroup):
-    """The top-level group: a library file that cannot be opened, or a file the command cannot read
-    or write, ends with ``Error: <file>: <why>`` (exit 1) instead of a traceback (``-v`` keeps it)."""
+    """The top-level group: any :class:`~assistant.errors.AssistantError` (a library that cannot
+    be opened, a missing model or index, a bad file...) or a file the command cannot read or write
+    ends with ``Error: <file>: <why>`` (exit 1) instead of a traceback (``-v`` logs it); a
+    cancelled job ends with ``Cancelled`` (exit 130)."""
 
     def invoke(self, ctx: click.Context):
-        from assistant.library.schema import LibraryOpenError
+        import sqlite3
+
+        from assistant.library.schema import sqlite_error
 
         try:
             return super().invoke(ctx)
-        except LibraryOpenError as exc:
+        except AssistantError as exc:
             self._log_traceback(ctx)
             raise click.ClickException(str(exc)) from None
+        except Cancelled as exc:
+            self._log_traceback(ctx)
+            click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
+            ctx.exit(130)
+        except sqlite3.OperationalError as exc:  # locked / read-only / full outside an open
+            self._log_traceback(ctx)
+            path = (ctx.obj or {}).get("db_path") or "library"
+            raise click.ClickException(str(sqlite_error(exc, path))) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):
                 raise  # click handles a closed pipe (`... | head`) itself
@@ -78,12 +92,13 @@ class RootGroup(LazyGroup):
 @click.group(
     cls=RootGroup,
     lazy_subcommands={
-        "library": "assistant.library.commands:library",
-        "models": "assistant.inference.commands:models",
-        "index": "assistant.retrieval.commands:index",
-        "recommend": "assistant.retrieval.commands:recommend",
-        "intent": "assistant.inference.intent_commands:intent",
-        "manuscript": "assistant.documents.commands:manuscript",
+        "library": "assistant.cli.library:library",
+        "models": "assistant.cli.models:models",
+        "index": "assistant.cli.retrieval:index",
+        "recommend": "assistant.cli.retrieval:recommend",
+        "intent": "assistant.cli.intent:intent",
+        "manuscript": "assistant.cli.manuscript:manuscript",
+        "lsp": "assistant.cli.lsp:lsp",
         "eval": "assistant.cli:eval_group",
         "bench": "assistant.cli:bench_group",
         "train": "assistant.cli:train_group",
@@ -136,9 +151,10 @@ def bench_group() -> None:
     "train",
     cls=LazyGroup,
     lazy_subcommands={
-        "reranker": "assistant.training.commands:train_reranker",
-        "encoder": "assistant.training.commands:train_encoder",
+        "reranker": "assistant.cli.train:train_reranker",
+        "encoder": "assistant.cli.train:train_encoder",
         "intent": "assistant.training.intent:train_intent",
+        "paper-intent": "assistant.cli.train:train_paper_intent",
     },
 )
 def train_group() -> None:

@@ -11,8 +11,8 @@ import click
 from assistant.inference.build import BUILDERS
 
 
-def _progress(message: str) -> None:
-    click.echo(message, err=True)
+def _progress(event) -> None:
+    click.echo(event.message, err=True)
 
 
 def _offer_rebuild(exc, yes: bool) -> bool:

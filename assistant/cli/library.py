@@ -20,36 +20,26 @@ db_option = click.option(
 
 
 def _open(ctx: click.Context, db: str | None):
-    from assistant.library.store import Library
+    from assistant.service import open_library
 
-    return Library(resolve_db_path(ctx, db))
-
-
-def _fmt_eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+    return open_library(resolve_db_path(ctx, db))
 
 
 class _ProgressPrinter:
-    """Prints ``files, records, rate, ETA`` to stderr at most twice a second."""
+    """Prints the import's progress line to stderr at most twice a second (every 5 s to a file)."""
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
         self.last = 0.0
         self.tty = sys.stderr.isatty()
 
-    def __call__(self, p) -> None:
+    def __call__(self, event) -> None:
         now = time.monotonic()
-        if self.quiet or (
-            now - self.last < (0.5 if self.tty else 5.0) and p.files_done < p.files_total
-        ):
+        final = event.total is not None and event.done >= event.total
+        if self.quiet or (now - self.last < (0.5 if self.tty else 5.0) and not final):
             return
         self.last = now
-        line = (
-            f"[{p.fraction:6.1%}] files {p.files_done}/{p.files_total}  records {p.records}  "
-            f"{p.rate:,.0f} rec/s  ETA {_fmt_eta(p.eta_s)}"
-        )
+        line = f"[{event.fraction or 0:6.1%}] {event.message}"
         click.echo(("\r" + line) if self.tty else line, err=True, nl=not self.tty)
 
 
@@ -69,15 +59,15 @@ def library() -> None:
 @click.pass_context
 def import_cmd(ctx, paths, db, workers, quiet, as_json):
     """Import BibTeX/RIS/CSL-JSON files, folders, zotero.sqlite or PDFs (one transaction)."""
-    from assistant.library.importers import import_paths
+    from assistant.service import Service, ServiceSettings
 
-    lib = _open(ctx, db)
+    service = Service(ServiceSettings(db_path=resolve_db_path(ctx, db)))
     try:
         printer = _ProgressPrinter(quiet or as_json)
-        report = import_paths(lib, paths, progress=printer, workers=workers)
-        count = lib.count()
+        report = service.import_files(paths, printer, workers=workers, index=False)
+        count = service.library.count()
     finally:
-        lib.close()
+        service.close()
     if printer.tty and not printer.quiet:
         click.echo("", err=True)
     for issue in report.issues:
@@ -261,4 +251,4 @@ def _find(lib, key: str):
     return lib.get_by_citekey(key) or lib.get_by_doi(key)
 
 
-from assistant.library import commands_manage  # noqa: E402,F401  (registers edit, trash, ...)
+from assistant.cli import library_manage  # noqa: E402,F401  (registers edit, trash, ...)

@@ -1,7 +1,8 @@
-"""``assistant train reranker`` and ``assistant train encoder`` (click)."""
+"""``assistant train reranker``, ``encoder`` and ``paper-intent`` (click)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -11,11 +12,11 @@ import click
 def _progress_printer(every_s: float = 5.0):
     last = [0.0]
 
-    def progress(done: int, total: int, message: str) -> None:
+    def progress(event) -> None:
         now = time.monotonic()
-        if now - last[0] >= every_s or done >= total:
+        if now - last[0] >= every_s or event.done >= (event.total or 0):
             last[0] = now
-            click.echo(f"[{done}/{total}] {message}", err=True)
+            click.echo(f"[{event.done}/{event.total or '?'}] {event.message}", err=True)
             sys.stderr.flush()
 
     return progress
@@ -97,22 +98,17 @@ def _apply(opts, **values) -> None:
             setattr(opts, key, value)
 
 
-def _train_on_library(ctx, db_path, train, opts) -> None:
-    """Open the library, run ``train(library, opts, progress=...)``, print its report as JSON."""
+def _train_on_library(ctx, db_path, kind: str, opts) -> None:
+    """Run the service's ``train_<kind>`` on the library with ``opts``; print its report as JSON."""
     from assistant.cli import resolve_db_path
-    from assistant.library.store import Library
-    from assistant.training.common import TrainingError
+    from assistant.service import Service, ServiceSettings, require_library
 
-    db = resolve_db_path(ctx, db_path)
-    if not db.exists():
-        raise click.ClickException(f"library {db} does not exist: import papers first")
-    library = Library(db)
+    service = Service(ServiceSettings(db_path=require_library(resolve_db_path(ctx, db_path))))
     try:
-        report = train(library, opts, progress=_progress_printer())
-    except TrainingError as exc:
-        raise click.ClickException(str(exc)) from exc
+        train = service.train_reranker if kind == "reranker" else service.train_encoder
+        report = train(opts, _progress_printer())
     finally:
-        library.close()
+        service.close()
     click.echo(report.to_json())
 
 
@@ -165,7 +161,6 @@ def train_reranker(
 ):
     """Train a cross-encoder reranker on the library's own (pseudo-)queries; export ONNX."""
     from assistant.training.reranker import RerankerOptions
-    from assistant.training.reranker import train_reranker as run
 
     opts = RerankerOptions()
     _apply(
@@ -194,7 +189,7 @@ def train_reranker(
     )
     opts.resume = not no_resume
     opts.quantize = not no_quantize
-    _train_on_library(ctx, db_path, run, opts)
+    _train_on_library(ctx, db_path, "reranker", opts)
 
 
 @click.command("encoder")
@@ -231,7 +226,7 @@ def train_encoder(
     no_reindex,
 ):
     """Adapt the bi-encoder to the library (citation graph + pseudo-queries, InfoNCE); re-export and re-index."""
-    from assistant.training.encoder import EncoderOptions, adapt_encoder
+    from assistant.training.encoder import EncoderOptions
 
     opts = EncoderOptions()
     _apply(
@@ -255,4 +250,32 @@ def train_encoder(
     )
     opts.resume = not no_resume
     opts.reindex = not no_reindex
-    _train_on_library(ctx, db_path, adapt_encoder, opts)
+    _train_on_library(ctx, db_path, "encoder", opts)
+
+
+@click.command("paper-intent")
+@click.option(
+    "--intent-model",
+    default=None,
+    help="Sentence-intent model folder whose probabilities are combined (default: shipped).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder for paper_profile.json (default: the intent model's folder).",
+)
+def train_paper_intent(intent_model, out_dir) -> None:
+    """Train the paper-profile model on citectx and fit per-paper intent on held-out pairs."""
+    from pathlib import Path
+
+    from assistant.inference.intent import resolve_model_dir
+    from assistant.training.intent_aux import citectx_dir
+    from assistant.training.paper_intent import build
+
+    target = Path(out_dir) if out_dir else resolve_model_dir(intent_model)
+    if not citectx_dir().is_dir():
+        raise click.ClickException(f"{citectx_dir()} not found (set ASSISTANT_SHARED_DATA)")
+    metrics = build(intent_model, target, lambda m: click.echo(m, err=True))
+    click.echo(json.dumps(metrics, indent=2))

@@ -15,29 +15,8 @@ from assistant.cli import resolve_db_path
 log = logging.getLogger(__name__)
 
 
-def _library(ctx: click.Context, db: str | None):
-    from assistant.library.store import Library
-
-    path = resolve_db_path(ctx, db)
-    return Library(path) if Path(path).exists() else None
-
-
-def _recommender(library):
-    """The retrieval pipeline over ``library``, or (None, reason) when it cannot run."""
-    if library is None:
-        return None, "no library database"
-    try:
-        from assistant.retrieval.pipeline import Recommender
-    except ImportError as exc:
-        return None, f"retrieval pipeline not available ({exc})"
-    try:
-        return Recommender(library), None
-    except Exception as exc:  # missing index / models: explain, keep going
-        return None, f"recommender unavailable: {exc}"
-
-
 @click.command("manuscript")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--db",
     "db",
@@ -85,38 +64,22 @@ def manuscript(
     as_json: bool,
 ) -> None:
     """Analyse FILE: citations found, references (linked to the library) and missing citations."""
-    from assistant.documents.draft import parse_draft
-    from assistant.documents.linking import link_references
-    from assistant.documents.manuscript import DEFAULT_THRESHOLD, find_missing_citations
-    from assistant.documents.model import DocumentError
-    from assistant.documents.pdf import parse_pdf
+    from assistant.service import Service, ServiceSettings, analyse_manuscript, read_manuscript
 
-    path = Path(file)
+    doc = read_manuscript(file, fmt, time_limit_s=time_limit)
+    db_path = resolve_db_path(ctx, db)
+    service = Service(ServiceSettings(db_path=db_path)) if Path(db_path).exists() else None
     try:
-        if fmt == "pdf" or (fmt == "auto" and path.suffix.lower() == ".pdf"):
-            doc = parse_pdf(path, time_limit_s=time_limit)
-        else:
-            doc = parse_draft(path, None if fmt == "auto" else fmt)
-    except DocumentError as exc:
-        raise click.ClickException(str(exc)) from None
-    library = _library(ctx, db)
-    notes: list[str] = []
-    if library is not None and doc.references:
-        link_references(doc.references, library)
-    recommender = None
-    if not no_recommend:
-        recommender, why = _recommender(library)
-        if why:
-            notes.append(f"no recommendations: {why} (use --no-recommend to silence)")
-    missing = find_missing_citations(
-        doc,
-        recommender=recommender,
-        k=k,
-        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-    )
-    result = _result(doc, missing, notes)
-    if library is not None:
-        library.close()
+        analysis = analyse_manuscript(
+            service, doc, recommend=not no_recommend, k=k, threshold=threshold
+        )
+    finally:
+        if service is not None:
+            service.close()
+    notes = list(analysis.notes)
+    if service is None and not no_recommend:
+        notes.append("no recommendations: no library database (use --no-recommend to silence)")
+    result = _result(doc, analysis.missing, notes)
     if unmatched_bib:
         Path(unmatched_bib).write_text(
             "\n\n".join(result["unmatched_bibtex"]) + "\n", encoding="utf-8"

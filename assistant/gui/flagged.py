@@ -1,0 +1,56 @@
+"""The side list of sentences flagged as missing a citation (step through with the keyboard)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+
+
+class FlaggedList(QWidget):
+    """One row per flagged sentence of the current manuscript; Enter/double-click selects it in
+    the editor and recommends for it. The count shown is ``len(editor.marks)``, the same number
+    the status bar and the margin show."""
+
+    activated = Signal(object)  # MarginMark
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("flaggedList")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.header = QLabel("No flagged sentences.")
+        self.header.setWordWrap(True)
+        layout.addWidget(self.header)
+        self.list = QListWidget()
+        self.list.setWordWrap(True)
+        self.list.setAlternatingRowColors(True)
+        self.list.itemActivated.connect(self._activated)
+        layout.addWidget(self.list, 1)
+        self.marks: list = []
+
+    def set_marks(self, text: str, marks: list) -> None:
+        self.marks = list(marks)
+        self.list.clear()
+        for n, mark in enumerate(self.marks, start=1):
+            sentence = " ".join(text[mark.start : mark.end].split())
+            item = QListWidgetItem(f"{n}. {sentence[:160]}")
+            item.setToolTip(mark.reason)
+            item.setData(Qt.ItemDataRole.UserRole, n - 1)
+            self.list.addItem(item)
+        self.header.setText(count_text(len(self.marks)))
+
+    def _activated(self, item: QListWidgetItem) -> None:
+        index = item.data(Qt.ItemDataRole.UserRole)
+        if index is not None and 0 <= index < len(self.marks):
+            self.activated.emit(self.marks[index])
+
+    def select(self, index: int) -> None:
+        if 0 <= index < self.list.count():
+            self.list.setCurrentRow(index)
+
+
+def count_text(n: int) -> str:
+    """The one wording of the flagged count (list header and status bar)."""
+    if n == 0:
+        return "No sentence is flagged as missing a citation."
+    return f"{n} sentence{'s' if n != 1 else ''} may need a citation (F8: next, Shift+F8: previous)"

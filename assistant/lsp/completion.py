@@ -1,0 +1,217 @@
+"""Completion inside ``\\cite{…}`` / ``[@…]``: library keys matching what is typed, then the
+recommendations for the sentence around the cursor.
+
+Order: with a typed prefix, matching keys (library and .bib) come first, then recommendations;
+with nothing typed yet, recommendations come first, then the library's keys. Each item's detail
+has title, authors, year and (for recommendations) the citation intent; its documentation (the
+abstract) is filled in by ``completionItem/resolve``. Accepting an item that the manuscript's
+.bib lacks runs ``citeAssist.addBibEntry``, which adds the entry through a workspace edit.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+from assistant.lsp import backend
+from assistant.lsp.bibfiles import BibSet
+from assistant.lsp.citations import CiteSlot
+from assistant.lsp.hover import paper_markdown, short_authors
+from assistant.lsp.text import DocState
+
+ADD_BIB_COMMAND = "citeAssist.addBibEntry"
+#: at most this many key items per answer (the list is marked incomplete beyond)
+MAX_KEY_ITEMS = 200
+RECOMMENDATIONS = 10
+
+
+class KeyIndex:
+    """The library's citekeys, sorted case-insensitively for prefix lookups."""
+
+    def __init__(self, entries: list[backend.KeyEntry]) -> None:
+        self.entries = sorted(entries, key=lambda e: (e.key.lower(), e.key))
+        self.lowered = [e.key.lower() for e in self.entries]
+        self.by_key = {e.key: e for e in self.entries}
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.by_key
+
+    def matching(self, prefix: str, limit: int) -> tuple[list[backend.KeyEntry], bool]:
+        """Keys starting with ``prefix`` (case-insensitive); True when more than ``limit``."""
+        p = prefix.lower()
+        i = bisect.bisect_left(self.lowered, p)
+        out = []
+        while i < len(self.entries) and self.lowered[i].startswith(p):
+            if len(out) == limit:
+                return out, True
+            out.append(self.entries[i])
+            i += 1
+        return out, False
+
+
+def slot_query(doc: DocState, slot: CiteSlot, be: backend.Backend) -> backend.CitationQuery:
+    """The product's query for a citation slot being typed: the sentence around it (the slot
+    itself left out), the rest of its paragraph as context, the manuscript's title/abstract."""
+    a, b = slot.marker_start, slot.marker_end
+    blanked = doc.text[:a] + " " * (b - a) + doc.text[b:]
+    return be.query(blanked, doc.style, a, a, doc.manuscript, tuple(slot.keys))
+
+
+class RecommendationCache:
+    """The last recommendations per query (typing a key re-asks for the same sentence)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple, list[backend.Suggestion]] = OrderedDict()
+
+    def get(self, key: tuple) -> list[backend.Suggestion] | None:
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, value: list[backend.Suggestion]) -> None:
+        if self.size <= 0:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+@dataclass
+class _Candidate:
+    key: str
+    title: str
+    authors: tuple[str, ...]
+    year: int | None
+    doi: str | None
+    in_library: bool
+    intent: str | None = None
+    intent_confidence: float | None = None
+    rank: int | None = None  # recommendation rank (1 = best)
+
+
+def _detail(c: _Candidate) -> str:
+    who = short_authors(c.authors)
+    when = str(c.year) if c.year else "n.d."
+    detail = f"{c.title} — {who} ({when})" if who else f"{c.title} ({when})"
+    if c.intent:
+        conf = f" {c.intent_confidence:.2f}" if c.intent_confidence is not None else ""
+        detail += f" · {c.intent}{conf}"
+    if c.rank is not None:
+        detail += f" · recommended #{c.rank}"
+    if not c.in_library:
+        detail += " · .bib only"
+    return detail
+
+
+def build_list(
+    doc: DocState,
+    slot: CiteSlot,
+    keys: KeyIndex | None,
+    suggestions: list[backend.Suggestion] | None,
+    bibs: BibSet,
+    incomplete: bool,
+    label_details: bool = False,
+) -> types.CompletionList:
+    """The completion list for ``slot`` (see the module docstring for the order)."""
+    taken = set(slot.keys)
+    recs: dict[str, _Candidate] = {}
+    for rank, s in enumerate(suggestions or [], start=1):
+        if s.key in taken or s.key in recs:
+            continue
+        recs[s.key] = _Candidate(
+            s.key, s.title, s.authors, s.year, s.doi, True, s.intent, s.intent_confidence, rank
+        )
+    matches: dict[str, _Candidate] = {}
+    truncated = False
+    if keys is not None:
+        limit = MAX_KEY_ITEMS
+        found, truncated = keys.matching(slot.prefix, limit)
+        for e in found:
+            if e.key not in taken:
+                matches[e.key] = recs.get(e.key) or _Candidate(
+                    e.key, e.title, e.authors, e.year, e.doi, True
+                )
+    lowered = slot.prefix.lower()
+    for bib in bibs.files:
+        for entry in bib.entries:
+            if (
+                entry.key.lower().startswith(lowered)
+                and entry.key not in taken
+                and entry.key not in matches
+                and (keys is None or entry.key not in keys)
+            ):
+                matches[entry.key] = _Candidate(entry.key, entry.title, (), None, entry.doi, False)
+
+    ordered: list[tuple[str, _Candidate]] = []
+    if slot.prefix:
+        in_matches = sorted(
+            matches.values(), key=lambda c: (c.rank is None, c.rank or 0, c.key.lower())
+        )
+        ordered += [("0", c) for c in in_matches]
+        ordered += [("1", c) for c in recs.values() if c.key not in matches]
+    else:
+        ordered += [("0", c) for c in recs.values()]
+        rest = sorted(
+            (c for c in matches.values() if c.key not in recs), key=lambda c: c.key.lower()
+        )
+        ordered += [("1", c) for c in rest]
+
+    edit_range = doc.lines.range(slot.replace_start, slot.replace_end)
+    items = []
+    for i, (group, c) in enumerate(ordered):
+        insert = c.key
+        existing = bibs.key_for_doi(c.doi) if c.in_library else None
+        if existing and bibs.find(c.key) is None:
+            insert = existing  # the .bib has this paper under its own key: cite that one
+        needs_entry = (
+            c.in_library
+            and bibs.target is not None
+            and bibs.find(insert) is None
+            and existing is None
+        )
+        item = types.CompletionItem(
+            label=insert,
+            kind=types.CompletionItemKind.Reference,
+            detail=_detail(c),
+            sort_text=f"{group}{i:05d}",
+            filter_text=insert if group == "0" or not slot.prefix else slot.prefix + insert,
+            text_edit=types.TextEdit(range=edit_range, new_text=insert),
+            data={"uri": doc.uri, "key": insert, "recommended": c.rank is not None},
+        )
+        if label_details:  # shown on every row by editors that support it (VS Code)
+            when = str(c.year) if c.year else "n.d."
+            item.label_details = types.CompletionItemLabelDetails(
+                description=f"{when} · {c.intent}" if c.intent else when
+            )
+        if needs_entry:
+            item.command = types.Command(
+                title=f"Add {insert} to {bibs.target.path.name}",
+                command=ADD_BIB_COMMAND,
+                arguments=[doc.uri, insert],
+            )
+        items.append(item)
+    return types.CompletionList(is_incomplete=incomplete or truncated, items=items)
+
+
+def resolve(item: types.CompletionItem, be: backend.Backend) -> types.CompletionItem:
+    """Fill the documentation (title, authors, venue, abstract) of one item."""
+    data = item.data if isinstance(item.data, dict) else {}
+    key = data.get("key") or item.label
+    info = be.paper(key)
+    if info is not None:
+        item.documentation = types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=paper_markdown(info)
+        )
+    return item

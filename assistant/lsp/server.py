@@ -1,0 +1,671 @@
+"""``assistant lsp``: the language server (pygls over stdio).
+
+Threads: the asyncio loop reads messages and answers everything quick itself; the library's
+lookups and .bib parsing run on an I/O thread, recommendations on one worker thread, the
+missing-citation finder on another, model loading on a loader thread. Nothing slow runs on the
+loop, so the editor never waits on a model: the first completion after start gets library keys
+(``isIncomplete``) while the models load, recommendations join once they are ready
+(``citeAssist/status`` notifications and ``$/progress`` tell the client).
+
+A recommendation job stops (between pipeline stages) when its document changes or the client
+sends ``$/cancelRequest`` for its request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from assistant import __version__
+from assistant.errors import Cancelled
+from assistant.lsp import actions, backend, bibfiles, completion, diagnostics, hover
+from assistant.lsp.citations import key_at, slot_at
+from assistant.lsp.edits import EditPlan, citation_insert, is_empty, plan
+from assistant.lsp.protocol import SafeProtocol, report_unreadable
+from assistant.lsp.text import DocState, style_for, uri_to_path
+
+log = logging.getLogger(__name__)
+
+STATUS_NOTIFICATION = "citeAssist/status"
+_LIBRARY_CHECK_S = 2.0
+
+
+class CiteAssistServer(LanguageServer):
+    """The Cite-Assist language server for LaTeX and Markdown manuscripts."""
+
+    def __init__(self, be: backend.Backend, recommend: bool = True, cache_size: int = 64) -> None:
+        super().__init__(
+            "cite-assist",
+            __version__,
+            protocol_cls=SafeProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.backend = be
+        self.recommend_enabled = recommend
+        self.docs: dict[str, DocState] = {}
+        self.keys: completion.KeyIndex | None = None
+        self.state = "starting"
+        self.state_message = ""
+        self.bibs = bibfiles.BibCache(self._open_bib_text)
+        self.rec_cache = completion.RecommendationCache(cache_size)
+        self.missing: dict[str, list[diagnostics.MissingMark]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._keys_event: asyncio.Event | None = None
+        self._diag_handles: dict[str, asyncio.TimerHandle] = {}
+        self._last_library_check = 0.0
+        self._stopping = threading.Event()
+        self._tokens: set[threading.Event] = set()
+        self.shutdown_requested = False
+        self.io_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-io")
+        self.rec_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-recommend")
+        self.finder_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-finder")
+        self.loader_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-loader")
+        self._register()
+
+    # --- plumbing -----------------------------------------------------------------------------
+    def report_server_error(self, error: Exception, source) -> None:
+        """Malformed input is answered (parse error); nothing pops up in the user's editor."""
+        if report_unreadable(self.protocol, error):
+            return
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def post(self, fn: Callable, *args) -> None:
+        """Run ``fn(*args)`` on the message loop (from any thread)."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    async def run_io(self, fn: Callable, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.io_pool, partial(fn, *args))
+
+    async def run_cancellable(self, pool: ThreadPoolExecutor, fn: Callable, doc=None):
+        """Run ``fn(cancelled)`` on ``pool``; ``cancelled()`` turns true on ``$/cancelRequest``,
+        shutdown, or (with ``doc``) when that document changes. Raises :class:`Cancelled`."""
+        token = threading.Event()
+        self._tokens.add(token)
+        generation = doc.generation if doc is not None else None
+
+        def cancelled() -> bool:
+            if token.is_set() or self._stopping.is_set():
+                return True
+            if doc is None:
+                return False
+            current = self.docs.get(doc.uri)
+            return current is None or current.generation != generation
+
+        def job():
+            if cancelled():
+                raise Cancelled()
+            return fn(cancelled)
+
+        future = pool.submit(job)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            token.set()
+            future.cancel()
+            raise
+        finally:
+            self._tokens.discard(token)
+
+    def _status(self, state: str, message: str) -> None:
+        """Tell the client; ``self.state`` follows the models (keys reloads leave it alone)."""
+        if state != "keys":
+            self.state, self.state_message = state, message
+        papers = len(self.keys) if self.keys is not None else None
+        self.protocol.notify(
+            STATUS_NOTIFICATION, {"state": state, "message": message, "papers": papers}
+        )
+        self.window_log_message(
+            types.LogMessageParams(
+                type=types.MessageType.Info, message=f"Cite-Assist: {state}: {message}"
+            )
+        )
+
+    def _warn(self, message: str, kind=types.MessageType.Warning) -> None:
+        self.window_show_message(
+            types.ShowMessageParams(type=kind, message=f"Cite-Assist: {message}")
+        )
+
+    def _open_bib_text(self, path: Path) -> tuple[str, int | None] | None:
+        for doc in list(self.docs.values()):
+            if doc.path is not None and doc.path.resolve() == Path(path).resolve():
+                return doc.text, doc.version
+        return None
+
+    def _bib_doc(self, path: Path) -> DocState | None:
+        for doc in list(self.docs.values()):
+            if doc.path is not None and doc.path.resolve() == Path(path).resolve():
+                return doc
+        return None
+
+    async def bib_set(self, doc: DocState) -> bibfiles.BibSet:
+        return await self.run_io(bibfiles.bib_set, doc, self.bibs)
+
+    def _doc(self, uri: str) -> DocState | None:
+        doc = self.docs.get(uri)
+        return doc if doc is not None and doc.style is not None else None
+
+    @property
+    def _encoding(self) -> str:
+        enc = getattr(self.workspace, "position_encoding", None)
+        return str(getattr(enc, "value", enc) or "utf-16")
+
+    # --- start-up -----------------------------------------------------------------------------
+    def _start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._keys_event = asyncio.Event()
+        self.loop.create_task(self._load_keys())
+        if self.recommend_enabled:
+            self.loop.create_task(self._load_models())
+        else:
+            self._status("off", "recommendations are switched off (--no-recommend)")
+
+    async def _load_keys(self) -> None:
+        try:
+            entries = await self.run_io(self.backend.keys)
+        except Exception as exc:
+            log.warning("cannot read the library: %s", exc)
+            self._warn(f"cannot read the library: {exc}", types.MessageType.Error)
+            entries = []
+        self.keys = completion.KeyIndex(entries)
+        self._keys_event.set()
+        self._status("keys", f"{len(self.keys)} library keys loaded from {self.backend.db_path}")
+        for uri in list(self.docs):
+            self._schedule_diagnostics(uri, 0.0)
+
+    async def _load_models(self) -> None:
+        self._status("loading", "loading the recommendation models")
+        token = await self._progress_begin("Cite-Assist", "Loading the recommendation models")
+
+        def progress(message: str) -> None:
+            self.post(self._progress_report, token, message)
+
+        try:
+            message = await asyncio.get_running_loop().run_in_executor(
+                self.loader_pool, partial(self.backend.prepare, progress, self._stopping.is_set)
+            )
+        except Cancelled:
+            return
+        except Exception as exc:
+            log.warning("recommendations unavailable: %s", exc)
+            self._status("failed", str(exc))
+            self._warn(f"recommendations unavailable: {exc}")
+            self._progress_end(token, "recommendations unavailable")
+            return
+        self.rec_cache.clear()
+        self._status("ready", message)
+        self._progress_end(token, "recommendations ready")
+
+    async def _progress_begin(self, title: str, message: str) -> str | None:
+        caps = self.client_capabilities
+        if not (caps and caps.window and caps.window.work_done_progress):
+            return None
+        token = f"cite-assist-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(
+                self.protocol.send_request_async(
+                    types.WINDOW_WORK_DONE_PROGRESS_CREATE,
+                    types.WorkDoneProgressCreateParams(token=token),
+                ),
+                timeout=10,
+            )
+        except Exception:
+            return None
+        self.protocol.notify(
+            types.PROGRESS,
+            types.ProgressParams(token, types.WorkDoneProgressBegin(title=title, message=message)),
+        )
+        return token
+
+    def _progress_report(self, token: str | None, message: str) -> None:
+        if token is not None:
+            self.protocol.notify(
+                types.PROGRESS,
+                types.ProgressParams(token, types.WorkDoneProgressReport(message=message[:120])),
+            )
+
+    def _progress_end(self, token: str | None, message: str) -> None:
+        if token is not None:
+            self.protocol.notify(
+                types.PROGRESS, types.ProgressParams(token, types.WorkDoneProgressEnd(message))
+            )
+
+    async def wait_keys(self) -> completion.KeyIndex | None:
+        if self._keys_event is None:
+            return None
+        try:
+            await asyncio.wait_for(self._keys_event.wait(), timeout=30)
+        except TimeoutError:
+            return None
+        return self.keys
+
+    def _check_library(self) -> None:
+        """Reload keys (and the recommender) when the library changed on disk (CLI import)."""
+        now = time.monotonic()
+        if now - self._last_library_check < _LIBRARY_CHECK_S or self.loop is None:
+            return
+        self._last_library_check = now
+
+        async def check() -> None:
+            try:
+                changed = await self.run_io(self.backend.library_changed)
+            except Exception:
+                return
+            if changed:
+                self._keys_event = asyncio.Event()
+                await self._load_keys()
+                if self.recommend_enabled and self.state in ("ready", "failed"):
+                    # new papers: the loader indexes them and swaps the recommender in
+                    await self._load_models()
+
+        self.loop.create_task(check())
+
+    def stop(self) -> None:
+        """Stop background work (shutdown): running jobs see ``cancelled()``."""
+        self._stopping.set()
+        for token in list(self._tokens):
+            token.set()
+        for pool in (self.rec_pool, self.finder_pool, self.io_pool, self.loader_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- documents ----------------------------------------------------------------------------
+    def _did_open(self, params: types.DidOpenTextDocumentParams) -> None:
+        item = params.text_document
+        is_bib = item.language_id == "bibtex" or item.uri.lower().endswith(".bib")
+        style = None if is_bib else style_for(item.uri, item.language_id, item.text)
+        self.docs[item.uri] = DocState(item.uri, item.text, item.version, style, self._encoding)
+        if is_bib:
+            self._refresh_all()
+        else:
+            self._schedule_diagnostics(item.uri, 0.0)
+
+    def _did_change(self, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        old = self.docs.get(uri)
+        if old is None:
+            return
+        text = self.workspace.get_text_document(uri).source
+        doc = old.updated(text, params.text_document.version)
+        self.docs[uri] = doc
+        if doc.style is None:
+            self._refresh_all(delay=0.5)
+            return
+        if uri in self.missing:
+            self.missing[uri] = diagnostics.reanchor(self.missing[uri], old.text, text)
+        self._schedule_diagnostics(uri, 0.3)
+
+    def _did_close(self, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        doc = self.docs.pop(uri, None)
+        self.missing.pop(uri, None)
+        handle = self._diag_handles.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        if doc is not None and doc.style is None:
+            self._refresh_all()
+        elif doc is not None:
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
+
+    def _did_save(self, params: types.DidSaveTextDocumentParams) -> None:
+        doc = self.docs.get(params.text_document.uri)
+        if doc is not None and doc.style is None:
+            self._refresh_all()
+
+    def _refresh_all(self, delay: float = 0.0) -> None:
+        for uri, doc in list(self.docs.items()):
+            if doc.style is not None:
+                self._schedule_diagnostics(uri, delay)
+
+    def _schedule_diagnostics(self, uri: str, delay: float) -> None:
+        if self.loop is None:
+            return
+        handle = self._diag_handles.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        self._diag_handles[uri] = self.loop.call_later(
+            delay, lambda: self.loop.create_task(self.publish_diagnostics(uri))
+        )
+
+    async def publish_diagnostics(self, uri: str) -> None:
+        doc = self._doc(uri)
+        if doc is None:
+            return
+        keys = await self.wait_keys()
+        bibs = await self.bib_set(doc)
+        current = self._doc(uri)
+        if current is None or current.generation != doc.generation or keys is None:
+            return  # a newer version is on its way
+        found = diagnostics.key_diagnostics(doc, keys, bibs)
+        found += diagnostics.missing_diagnostics(doc, self.missing.get(uri, []))
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=found, version=doc.version)
+        )
+
+    # --- features -----------------------------------------------------------------------------
+    async def _completion(self, params: types.CompletionParams):
+        doc = self._doc(params.text_document.uri)
+        if doc is None:
+            return None
+        slot = slot_at(doc.text, doc.lines.offset(params.position), doc.style)
+        if slot is None:
+            return None
+        self._check_library()
+        keys = await self.wait_keys()
+        bibs = await self.bib_set(doc)
+        suggestions, incomplete = None, False
+        if self.recommend_enabled:
+            if self.backend.ready:
+                try:
+                    suggestions = await self.suggest(doc, slot)
+                except Cancelled:
+                    incomplete = True  # the document changed: the client asks again
+                except Exception as exc:
+                    log.warning("recommendation failed: %s", exc)
+            else:
+                incomplete = self.state not in ("failed", "off")
+        return completion.build_list(
+            doc, slot, keys, suggestions, bibs, incomplete, self._label_details()
+        )
+
+    def _label_details(self) -> bool:
+        caps = self.client_capabilities
+        td = caps.text_document if caps else None
+        item = td.completion.completion_item if td and td.completion else None
+        return bool(item and item.label_details_support)
+
+    async def suggest(self, doc: DocState, slot) -> list[backend.Suggestion]:
+        def job(cancelled):
+            query = completion.slot_query(doc, slot, self.backend)
+            key = query.cache_key()
+            cached = self.rec_cache.get(key)
+            if cached is not None:
+                return cached
+            found = self.backend.recommend(query, completion.RECOMMENDATIONS, cancelled)
+            self.rec_cache.put(key, found)
+            return found
+
+        return await self.run_cancellable(self.rec_pool, job, doc)
+
+    async def _resolve(self, item: types.CompletionItem) -> types.CompletionItem:
+        return await self.run_io(completion.resolve, item, self.backend)
+
+    async def _hover(self, params: types.HoverParams):
+        doc = self._doc(params.text_document.uri)
+        if doc is None:
+            return None
+        bibs = await self.bib_set(doc)
+        return await self.run_io(hover.hover, doc, params.position, self.backend, bibs)
+
+    async def _definition(self, params: types.DefinitionParams):
+        doc = self._doc(params.text_document.uri)
+        if doc is None:
+            return None
+        span = key_at(doc.text, doc.lines.offset(params.position), doc.style)
+        if span is None:
+            return None
+        bibs = await self.bib_set(doc)
+        entry = bibs.find(span.key)
+        if entry is not None:
+            bib_doc = self._bib_doc(entry.path)
+            uri = bib_doc.uri if bib_doc is not None else entry.path.resolve().as_uri()
+            # entry columns are code points; convert on the bib's own text
+            lines = (
+                bib_doc.lines
+                if bib_doc is not None
+                else _line_index(bibs, entry.path, self._encoding)
+            )
+            line_start = lines.starts[entry.line] if entry.line < len(lines.starts) else 0
+            rng = lines.range(line_start + entry.start, line_start + entry.end)
+            return types.Location(uri=uri, range=rng)
+        for m in diagnostics._BIBITEM_RE.finditer(doc.text):
+            if m.group(1).strip() == span.key:
+                return types.Location(uri=doc.uri, range=doc.lines.range(m.start(1), m.end(1)))
+        return None
+
+    async def _code_action(self, params: types.CodeActionParams):
+        doc = self._doc(params.text_document.uri)
+        if doc is None:
+            return None
+        bibs = await self.bib_set(doc)
+        return actions.code_actions(doc, params.range, params.context, bibs)
+
+    # --- commands -----------------------------------------------------------------------------
+    async def cmd_add_bib_entry(self, *args):
+        uri, key = _args(args, (str, str), "uri, key")
+        doc = self._require(uri)
+        bibs = await self.bib_set(doc)
+        return await self._add_entries(doc, bibs, key, [])
+
+    async def _add_entries(self, doc: DocState, bibs, key: str, doc_edits, label: str = ""):
+        """Apply ``doc_edits`` plus, when the .bib lacks ``key``, its entry."""
+        addition, entry_text = None, ""
+        if bibs.target is not None:
+            entry_text = await self.run_io(self.backend.bibtex, key) or ""
+            info = await self.run_io(self.backend.paper, key) if entry_text else None
+            if entry_text:
+                addition = bibfiles.addition_for(bibs, key, entry_text, info.doi if info else None)
+        elif not doc_edits:
+            self._warn(
+                f"{Path(doc.uri).name} names no .bib file (\\bibliography{{…}}, "
+                "\\addbibresource{…} or bibliography: in the front matter): nothing added"
+            )
+            return {"added": False, "reason": "no .bib file"}
+        if addition is None and not doc_edits:
+            return {
+                "added": False,
+                "reason": "already in the .bib" if entry_text else "unknown key",
+            }
+        bib_doc = self._bib_doc(addition.path) if addition is not None else None
+        todo = plan(
+            self.client_capabilities,
+            doc_edits,
+            addition,
+            bib_doc,
+            self._encoding,
+            entry_text,
+            can_apply=self._can_apply_edits(),
+        )
+        applied = await self._apply(todo, label or f"Cite {key}")
+        return {
+            "added": addition is not None and applied,
+            "path": str(addition.path) if addition else None,
+            "applied": applied,
+        }
+
+    def _can_apply_edits(self) -> bool:
+        caps = self.client_capabilities
+        return bool(caps and caps.workspace and caps.workspace.apply_edit)
+
+    async def _apply(self, todo: EditPlan, label: str) -> bool:
+        """Write what the client cannot (a new .bib it cannot create), send it the rest."""
+        if todo.write_directly is not None:
+            await self.run_io(
+                self.backend.append_bib_entry, todo.write_directly.path, todo.entry_text
+            )
+            self.bibs.invalidate(todo.write_directly.path)
+            self._refresh_all(0.1)
+        if is_empty(todo.edit):
+            return True
+        if not self._can_apply_edits():
+            self._warn("this editor cannot apply workspace edits; the citation was not inserted")
+            return False
+        result = await self.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=todo.edit, label=label)
+        )
+        if not result.applied:
+            self._warn(f"the editor did not apply the edit: {result.failure_reason or 'refused'}")
+        self._refresh_all(0.1)
+        return bool(result.applied)
+
+    async def cmd_recommend_here(self, *args):
+        uri, sl, sc, el, ec = _args(args, (str, int, int, int, int), "uri, line, char, line, char")
+        doc = self._require(uri)
+        if not self.backend.ready:
+            message = (
+                "recommendations are still loading; try again in a moment"
+                if self.state in ("starting", "loading")
+                else f"recommendations unavailable: {self.state_message}"
+            )
+            self._warn(message, types.MessageType.Info)
+            return {"suggestions": [], "chosen": None, "reason": message}
+        start = doc.lines.offset(types.Position(sl, sc))
+        end = doc.lines.offset(types.Position(el, ec))
+        selection = (start, end) if end > start else None
+        if selection is None:
+            start, end = backend.sentence_bounds(doc.text, start)
+
+        def job(cancelled):
+            q_start, q_end = selection or (start, start)
+            query = self.backend.query(doc.text, doc.style, q_start, q_end, doc.manuscript)
+            return self.backend.recommend(query, 5, cancelled)
+
+        try:
+            found = await self.run_cancellable(self.rec_pool, job, doc)
+        except Cancelled:
+            return {"suggestions": [], "chosen": None, "reason": "the document changed"}
+        suggestions = [
+            {"key": s.key, "title": s.title, "year": s.year, "intent": s.intent} for s in found
+        ]
+        if not found:
+            self._warn("no recommendations for this sentence", types.MessageType.Info)
+            return {"suggestions": suggestions, "chosen": None}
+        labels = [
+            f"{s.key} — {s.title[:60]} ({s.year or 'n.d.'}){' · ' + s.intent if s.intent else ''}"
+            for s in found
+        ]
+        snippet = " ".join(doc.text[start:end].split())
+        choice = await self.window_show_message_request_async(
+            types.ShowMessageRequestParams(
+                type=types.MessageType.Info,
+                message=f"Cite-Assist: citations for “{snippet[:90]}”",
+                actions=[types.MessageActionItem(title=label) for label in labels],
+            )
+        )
+        if choice is None or choice.title not in labels:
+            return {"suggestions": suggestions, "chosen": None}
+        chosen = found[labels.index(choice.title)]
+        key = chosen.key
+        current = self._require(uri)
+        if current.text[start:end] != doc.text[start:end]:
+            self._warn("the sentence changed meanwhile; nothing inserted")
+            return {"suggestions": suggestions, "chosen": key, "applied": False}
+        bibs = await self.bib_set(current)
+        cite_key = bibs.key_for_doi(chosen.doi) or key  # the .bib's own key for this paper
+        insert = citation_insert(current, start, end, cite_key)
+        result = await self._add_entries(current, bibs, key, [(current, *insert)], f"Cite {key}")
+        return {"suggestions": suggestions, "chosen": key, **result}
+
+    async def cmd_find_missing(self, *args):
+        (uri,) = _args(args, (str,), "uri")
+        doc = self._require(uri)
+        found = await self.run_cancellable(
+            self.finder_pool,
+            lambda cancelled: self.backend.find_missing(doc.text, doc.style, 3, cancelled),
+        )
+        marks = diagnostics.marks_from(found)
+        current = self._require(uri)
+        marks = diagnostics.reanchor(marks, doc.text, current.text)
+        self.missing[uri] = marks
+        await self.publish_diagnostics(uri)
+        note = "" if self.backend.ready else " (suggestions once the models are loaded)"
+        self._warn(
+            f"{len(marks)} sentence(s) read as needing a citation{note}", types.MessageType.Info
+        )
+        return {"count": len(marks), "with_suggestions": self.backend.ready}
+
+    def _require(self, uri: str) -> DocState:
+        doc = self._doc(uri)
+        if doc is None:
+            raise JsonRpcInvalidParams(f"{uri} is not an open LaTeX or Markdown document")
+        return doc
+
+    # --- registration -------------------------------------------------------------------------
+    def _register(self) -> None:
+        self.feature(types.INITIALIZE)(_plain(lambda params: self._start()))
+        self.feature(types.SHUTDOWN)(_plain(self._on_shutdown))
+        self.feature(types.TEXT_DOCUMENT_DID_OPEN)(_plain(self._did_open))
+        self.feature(types.TEXT_DOCUMENT_DID_CHANGE)(_plain(self._did_change))
+        self.feature(types.TEXT_DOCUMENT_DID_CLOSE)(_plain(self._did_close))
+        self.feature(types.TEXT_DOCUMENT_DID_SAVE)(_plain(self._did_save))
+        self.feature(
+            types.TEXT_DOCUMENT_COMPLETION,
+            types.CompletionOptions(trigger_characters=["{", ",", "@"], resolve_provider=True),
+        )(_plain(self._completion))
+        self.feature(types.COMPLETION_ITEM_RESOLVE)(_plain(self._resolve))
+        self.feature(types.TEXT_DOCUMENT_HOVER)(_plain(self._hover))
+        self.feature(types.TEXT_DOCUMENT_DEFINITION)(_plain(self._definition))
+        self.feature(
+            types.TEXT_DOCUMENT_CODE_ACTION,
+            types.CodeActionOptions(
+                code_action_kinds=[
+                    types.CodeActionKind.QuickFix,
+                    actions.KIND_RECOMMEND,
+                    actions.KIND_FIND_MISSING,
+                ]
+            ),
+        )(_plain(self._code_action))
+        self.command(completion.ADD_BIB_COMMAND)(_plain(self.cmd_add_bib_entry))
+        self.command(actions.RECOMMEND_HERE)(_plain(self.cmd_recommend_here))
+        self.command(actions.FIND_MISSING)(_plain(self.cmd_find_missing))
+
+    def _on_shutdown(self, *_args) -> None:
+        self.shutdown_requested = True
+        self.stop()
+
+
+def _plain(fn: Callable) -> Callable:
+    """A plain function calling ``fn`` (pygls tags handlers with attributes; bound methods
+    cannot carry them)."""
+    if asyncio.iscoroutinefunction(fn):
+
+        async def handler(*args):
+            return await fn(*args)
+
+    else:
+
+        def handler(*args):
+            return fn(*args)
+
+    handler.__name__ = getattr(fn, "__name__", "handler")
+    return handler
+
+
+def _args(args: tuple, kinds: tuple, names: str) -> tuple:
+    if len(args) == 1 and isinstance(args[0], list):
+        args = tuple(args[0])
+    if len(args) != len(kinds) or not all(
+        isinstance(a, k) and not isinstance(a, bool) for a, k in zip(args, kinds)
+    ):
+        raise JsonRpcInvalidParams(f"expected arguments ({names}), got {list(args)!r}")
+    return args
+
+
+def _line_index(bibs: bibfiles.BibSet, path: Path, encoding: str):
+    from assistant.lsp.text import LineIndex
+
+    for bib in bibs.files:
+        if bib.path == path:
+            return LineIndex(bib.text, encoding)
+    return LineIndex("", encoding)
+
+
+def create_server(
+    db_path: Path | None = None, recommend: bool = True, cache_size: int = 64
+) -> CiteAssistServer:
+    return CiteAssistServer(backend.Backend(db_path), recommend=recommend, cache_size=cache_size)
+
+
+__all__ = ["STATUS_NOTIFICATION", "CiteAssistServer", "create_server", "uri_to_path"]

@@ -1,0 +1,147 @@
+"""Open documents: their text, version, citation style, and offset <-> LSP position mapping.
+
+LSP positions count lines and, by default, UTF-16 code units; Python strings count code
+points. :class:`LineIndex` converts once per text version (line starts found once, bisect per
+lookup) instead of re-splitting the document for every position.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from assistant.lsp import backend
+
+_NEWLINE = re.compile(r"\r\n|\n|\r")
+
+#: languageId -> citation style
+_LANGUAGE_STYLES = {
+    "latex": backend.LATEX,
+    "tex": backend.LATEX,
+    "plaintex": backend.LATEX,
+    "context": backend.LATEX,
+    "bibtex": None,
+    "markdown": backend.MARKDOWN,
+    "pandoc": backend.MARKDOWN,
+    "rmd": backend.MARKDOWN,
+    "rmarkdown": backend.MARKDOWN,
+    "quarto": backend.MARKDOWN,
+}
+
+
+def _units(chars: str, encoding: str) -> int:
+    if chars.isascii():
+        return len(chars)
+    if encoding == "utf-8":
+        return len(chars.encode("utf-8"))
+    if encoding == "utf-32":
+        return len(chars)
+    return len(chars) + sum(1 for c in chars if ord(c) > 0xFFFF)
+
+
+class LineIndex:
+    """Offsets into ``text`` <-> ``Position(line, character)`` in ``encoding`` code units."""
+
+    def __init__(self, text: str, encoding: str = "utf-16") -> None:
+        self.text = text
+        self.encoding = encoding
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def _line_end(self, line: int) -> int:
+        """Offset of the end of ``line``'s content (before its line break)."""
+        end = self.starts[line + 1] if line + 1 < len(self.starts) else len(self.text)
+        while end > self.starts[line] and self.text[end - 1] in "\r\n":
+            end -= 1
+        return end
+
+    def position(self, offset: int) -> types.Position:
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self.starts, offset) - 1
+        start = self.starts[line]
+        return types.Position(line, _units(self.text[start:offset], self.encoding))
+
+    def range(self, start: int, end: int) -> types.Range:
+        return types.Range(self.position(start), self.position(end))
+
+    def offset(self, position: types.Position) -> int:
+        if position.line >= len(self.starts):
+            return len(self.text)
+        start = self.starts[position.line]
+        end = self._line_end(position.line)
+        line = self.text[start:end]
+        if line.isascii() or self.encoding == "utf-32":
+            return start + min(position.character, len(line))
+        units = 0
+        for i, ch in enumerate(line):
+            if units >= position.character:
+                return start + i
+            units += _units(ch, self.encoding)
+        return end
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """The local file of a ``file://`` URI (None for unsaved buffers and other schemes)."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    path = unquote(parsed.path)
+    if re.match(r"^/[A-Za-z]:/", path):  # file:///C:/... on Windows
+        path = path[1:]
+    return Path(path)
+
+
+def path_to_uri(path: Path) -> str:
+    return Path(path).resolve().as_uri()
+
+
+def style_for(uri: str, language_id: str | None, text: str = "") -> str:
+    """The citation style of a document: from its languageId, else its extension, else its text."""
+    style = _LANGUAGE_STYLES.get((language_id or "").lower())
+    if style:
+        return style
+    path = uri_to_path(uri)
+    by_ext = backend.style_for_path(path.name if path else uri)
+    if by_ext in (backend.LATEX, backend.MARKDOWN):
+        return by_ext
+    if "\\cite" in text or "\\begin{document}" in text:
+        return backend.LATEX
+    return backend.MARKDOWN
+
+
+@dataclass
+class DocState:
+    """One open document at one version. ``generation`` grows with every change (cancellation)."""
+
+    uri: str
+    text: str
+    version: int | None
+    style: str
+    encoding: str = "utf-16"
+    generation: int = 0
+    meta: dict = field(default_factory=dict)
+
+    @cached_property
+    def lines(self) -> LineIndex:
+        return LineIndex(self.text, self.encoding)
+
+    @cached_property
+    def path(self) -> Path | None:
+        return uri_to_path(self.uri)
+
+    @cached_property
+    def manuscript(self) -> tuple[str, str]:
+        """The manuscript's (title, abstract), as the product reads them."""
+        return backend.manuscript_meta(self.text, self.style)
+
+    @cached_property
+    def bib_paths(self) -> list[Path]:
+        return backend.bib_files_from_manuscript(self.text, self.path, self.style)
+
+    def updated(self, text: str, version: int | None) -> DocState:
+        return DocState(self.uri, text, version, self.style, self.encoding, self.generation + 1, {})

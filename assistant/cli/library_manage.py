@@ -11,8 +11,8 @@ import json
 
 import click
 
-from assistant.errors import AssistantError
 from assistant.cli.library import _open, db_option, library
+from assistant.errors import AssistantError
 
 
 def _manager(ctx, db):

@@ -21,8 +21,13 @@ def _table_commands() -> list[tuple[str, ...]]:
     for row in table.splitlines():
         if not row.startswith("| `assistant "):
             continue
-        spans = re.findall(r"`([^`]*)`", row.split("|")[1])
-        for cell in (s.removeprefix("assistant ") for s in spans):
+        spans = re.findall(r"`([^`]*)`", re.split(r"(?<!\\)\|", row)[1])
+        # "`assistant library show KEY` / `edit KEY`": a later span continues the first's group
+        group_word = spans[0].removeprefix("assistant ").split()[0]
+        cells = [spans[0].removeprefix("assistant ")] + [
+            s if s.split()[0] == group_word else f"{group_word} {s}" for s in spans[1:]
+        ]
+        for cell in cells:
             first = cell.split("/")[0].split()
             group = [w for w in first if re.fullmatch(r"[a-z][a-z-]*", w)]
             words = (

@@ -253,3 +253,30 @@ def test_the_server_never_imports_qt():
         "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_only_the_backend_reaches_the_core():
+    """assistant/lsp talks to the product through backend.py (the service + the documents
+    layer's grammar); the other modules import only each other, errors and the CLI wiring."""
+    import ast
+
+    allowed = {"assistant", "assistant.errors", "assistant.cli"}
+    bad = []
+    for path in sorted((Path(backend.__file__).parent).glob("*.py")):
+        if path.name == "backend.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad += [
+                f"{path.name}: {n}"
+                for n in names
+                if n.split(".")[0] == "assistant"
+                and not n.startswith("assistant.lsp")
+                and n not in allowed
+            ]
+    assert not bad, bad

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
-from assistant.service import Cancelled
+from assistant.service import AssistantError, Cancelled
 from assistant.service import textops as _textops
 
 log = logging.getLogger(__name__)
@@ -346,11 +346,11 @@ class Backend:
                 self._quick = None
 
 
-class EmptyLibrary(RuntimeError):
+class EmptyLibrary(AssistantError):
     """The library has no papers to recommend."""
 
 
-class NotReady(RuntimeError):
+class NotReady(AssistantError):
     """Recommendations were asked for before :meth:`Backend.prepare` finished."""
 
 

@@ -16,8 +16,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from assistant.errors import AssistantError
 
-class LspError(Exception):
+
+class LspError(AssistantError):
     """An error response: ``code`` and ``message`` as the server sent them."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:

@@ -8,7 +8,7 @@ SAMPLE_HOME ?= $(CURDIR)/.sample-home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run demo test test-slow mpnet gui-deps clean
+.PHONY: install run demo test test-slow reliability mpnet gui-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ demo: install
 
 test: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+# Bad-input corpus through import and manuscript: prints the JSON table (0 crashes/hangs/lost/network).
+reliability: install
+	$(BIN)/python -m tools.reliability run --json
 
 test-slow: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m slow

@@ -60,6 +60,10 @@ class RootGroup(LazyGroup):
     cancelled job ends with ``Cancelled`` (exit 130)."""
 
     def invoke(self, ctx: click.Context):
+        import sqlite3
+
+        from assistant.library.schema import sqlite_error
+
         try:
             return super().invoke(ctx)
         except AssistantError as exc:
@@ -69,6 +73,10 @@ class RootGroup(LazyGroup):
             self._log_traceback(ctx)
             click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
             ctx.exit(130)
+        except sqlite3.OperationalError as exc:  # locked / read-only / full outside an open
+            self._log_traceback(ctx)
+            path = (ctx.obj or {}).get("db_path") or "library"
+            raise click.ClickException(str(sqlite_error(exc, path))) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):
                 raise  # click handles a closed pipe (`... | head`) itself

@@ -8,20 +8,110 @@ Latin-1 ``.tex`` file must not turn it into a Unix UTF-8 one behind the user's b
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import secrets
-import shutil
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
+from glob import escape as glob_escape
 from pathlib import Path
 
+from assistant import faults
 from assistant.errors import AssistantError
 
 #: Legacy encodings tried, in order, when a file is not UTF-8 (latin-1 decodes any byte).
 LEGACY_ENCODINGS = ("cp1252", "latin-1")
+#: Size caps of the files the program reads whole (bytes); ``ASSISTANT_MAX_FILE_MB`` overrides.
+MAX_TEXT_BYTES = 512 * 1024 * 1024
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class BinaryFileError(AssistantError, ValueError):
     """The file is not text (NUL bytes without a UTF-16 byte-order mark)."""
+
+
+class FileRefused(AssistantError):
+    """A path the program will not read or replace (not a regular file, too large, read-only,
+    the open library); the message names the file and says why."""
+
+
+def max_file_bytes(default: int = MAX_TEXT_BYTES) -> int:
+    """The size cap for whole-file reads (``ASSISTANT_MAX_FILE_MB`` overrides ``default``)."""
+    try:
+        return int(float(os.environ["ASSISTANT_MAX_FILE_MB"]) * 1024 * 1024)
+    except (KeyError, ValueError):
+        return default
+
+
+def human_size(n: float) -> str:
+    """``1.5 MiB``, ``12 KiB``, ``300 B``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" or n >= 10 else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.0f} GiB"
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop (the link points back to itself)"
+    if exc.errno == errno.ENOENT:
+        return "no such file"
+    if exc.errno == errno.EACCES:
+        return "permission denied"
+    if exc.errno == errno.EISDIR:
+        return "is a folder, not a file"
+    return exc.strerror or str(exc)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_file(
+    path: str | os.PathLike[str], limit: int | None = None, head: int | None = None
+) -> bytes:
+    """The bytes of a regular file (the first ``head`` bytes when given), never blocking: a FIFO,
+    a device (``/dev/zero``) or a socket is refused before a byte is read, and so is a file over
+    ``limit`` bytes (default :func:`max_file_bytes`). Raises :class:`FileRefused`."""
+    path = Path(path)
+    limit = max_file_bytes() if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise FileRefused(f"cannot read: {_os_reason(exc)}", file=path) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileRefused(f"{_kind(st.st_mode)}; only regular files are read", file=path)
+        want = st.st_size if head is None else min(head, st.st_size)
+        if head is None and st.st_size > limit:
+            raise FileRefused(
+                f"file too large ({human_size(st.st_size)}; the limit is {human_size(limit)}, "
+                "set ASSISTANT_MAX_FILE_MB to raise it)",
+                file=path,
+            )
+        chunks, got = [], 0
+        while got < want:  # a file growing while read is cut at its size when opened
+            chunk = os.read(fd, min(want - got, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise FileRefused(f"cannot read: {_os_reason(exc)}", file=path) from exc
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -45,8 +135,17 @@ def decode_text(data: bytes) -> tuple[str, TextFormat]:
     Raises :class:`BinaryFileError` for data that is not text."""
     bom, encoding = _bom(data)
     if not bom and b"\x00" in data[:8192]:
-        raise BinaryFileError("binary file, not text")
+        utf16 = _utf16_without_bom(data[:8192])
+        if utf16:
+            encoding = utf16
+        elif _looks_binary(data[:8192]):
+            raise BinaryFileError("binary file, not text")
     body = data[len(bom) :]
+    if encoding.startswith("utf-16"):
+        text = body.decode(encoding, errors="replace")
+        crlf = text.count("\r\n")
+        newline = "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+        return text.replace("\r\n", "\n"), TextFormat(encoding, newline, bom)
     if bom:
         text = body.decode(encoding)
     else:
@@ -59,6 +158,28 @@ def decode_text(data: bytes) -> tuple[str, TextFormat]:
     crlf = text.count("\r\n")
     newline = "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
     return text.replace("\r\n", "\n"), TextFormat(encoding, newline, bom)
+
+
+def _utf16_without_bom(sample: bytes) -> str | None:
+    """``utf-16-le``/``utf-16-be`` when ``sample`` is mostly ASCII stored as UTF-16 without a
+    byte-order mark (every other byte NUL), else None."""
+    even, odd = sample[0::2], sample[1::2]
+    if len(sample) < 4:
+        return None
+    z_even, z_odd = even.count(0) / len(even), odd.count(0) / max(1, len(odd))
+    if z_odd > 0.6 and z_even < 0.05:
+        return "utf-16-le"
+    if z_even > 0.6 and z_odd < 0.05:
+        return "utf-16-be"
+    return None
+
+
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27))
+
+
+def _looks_binary(sample: bytes) -> bool:
+    """More than 2 % (and 4) control bytes (compressed or machine data), not a stray NUL."""
+    return sum(sample.count(b) for b in _CONTROL) > max(4, 0.02 * len(sample))
 
 
 def _bom(data: bytes) -> tuple[bytes, str]:
@@ -110,15 +231,37 @@ def latex_escape_unencodable(text: str, fmt: TextFormat) -> str:
     return text
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` all at once (a temporary file in the same folder, fsync,
-    ``os.replace``): a failure leaves the old file as it was. An existing file keeps its
-    permissions; a new one gets the usual ones (0666 less the umask, not mkstemp's 0600)."""
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, protect: Iterable[str | os.PathLike[str]] = ()
+) -> None:
+    """Replace ``path`` by ``data`` all at once (a new temporary file in the same folder, fsync,
+    ``os.replace``): a failure or a kill leaves the old file as it was.
+
+    Only a regular file is replaced, and only one that is writable (mode has a write bit), is not
+    an SQLite database and is none of ``protect`` (the open library); a FIFO, a device or a
+    folder is refused. The target keeps its permissions; a new file gets the usual ones (0666
+    less the umask). A symlinked target is written through (the link stays). The temporary name
+    is new (``O_EXCL``): a pre-existing file or symlink of that name is never followed.
+    Raises :class:`FileRefused` (what it refuses) or ``OSError`` (what fails)."""
     path = Path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise FileRefused(f"cannot write: {_os_reason(exc)}", file=path) from exc
+    if st is not None:
+        _check_replaceable(path, st, protect)
+        path = Path(os.path.realpath(path))  # through a symlink: the link stays a link
+    _remove_stale_temps(path)
     while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                0o666 if st is None else 0o600,
+            )
             break
         except FileExistsError:
             continue
@@ -127,9 +270,66 @@ def write_atomic(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        faults.point("write.replace")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def _remove_stale_temps(path: Path, age_s: float = 3600.0) -> None:
+    """Temporary files of an earlier write of ``path`` killed before its rename (our own
+    ``.<name>.<hex>.tmp`` names only, and only old ones: a concurrent writer's is young)."""
+    import time
+
+    try:
+        for tmp in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+            try:
+                st = os.lstat(tmp)
+                if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > age_s:
+                    tmp.unlink()
+            except OSError:
+                continue
+    except OSError:
+        pass
+
+
+def _check_replaceable(path: Path, st: os.stat_result, protect) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise FileRefused(f"{_kind(st.st_mode)}; only a regular file is replaced", file=path)
+    for other in protect:
+        try:
+            if os.path.samefile(path, other):
+                raise FileRefused(
+                    "is the open library; write the output to another file", file=path
+                )
+        except OSError:
+            continue
+    if not st.st_mode & 0o222:
+        raise FileRefused("read-only file; it was not replaced", file=path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        head = b""
+    if head == _SQLITE_MAGIC:
+        raise FileRefused(
+            "is an SQLite database (a library?); it was not replaced, choose another file",
+            file=path,
+        )
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

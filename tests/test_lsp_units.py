@@ -90,13 +90,15 @@ def test_positions_count_utf16_units_and_crlf():
 
 
 def test_bib_names_and_locations(tmp_path):
-    tex = "\\bibliography{refs, ../shared/all}\n% \\addbibresource{old.bib}\n"
+    tex = "\\bibliography{refs, ../shared/all, ../nowhere}\n% \\addbibresource{old.bib}\n"
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "all.bib").write_text("")
     doc = _doc(tmp_path / "paper" / "main.tex", tex, backend.LATEX)
     paths = bibfiles.bib_paths(doc)
     assert paths == [
-        (tmp_path / "paper" / "refs.bib").resolve(),
-        (tmp_path / "shared" / "all.bib").resolve(),  # named by the document: allowed
-    ]
+        (tmp_path / "paper" / "refs.bib").resolve(),  # may be created: inside the folder
+        (tmp_path / "shared" / "all.bib").resolve(),  # named and existing: used where it is
+    ]  # ../nowhere.bib: would be created outside the manuscript's folder
     md = "---\ntitle: T\nbibliography:\n  - a.bib\n  - 'b.bib'\n---\ntext"
     assert textops.bib_names(md, textops.MARKDOWN) == ["a.bib", "b.bib"]
     # nothing named: the one .bib next to the manuscript, never one elsewhere

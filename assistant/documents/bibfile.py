@@ -22,10 +22,12 @@ import bibtexparser
 from assistant.errors import AssistantError
 from assistant.textfile import (
     BinaryFileError,
+    FileRefused,
     TextFormat,
     decode_text,
     encode_text,
     latex_escape_unencodable,
+    read_file,
     write_atomic,
 )
 
@@ -107,7 +109,10 @@ def read_bib(path: Path | str) -> list[BibEntryInfo]:
 
 def _read(path: Path) -> tuple[str, TextFormat, bytes]:
     """A .bib file's text, its stored format (encoding, line endings) and its exact bytes."""
-    data = path.read_bytes()
+    try:
+        data = read_file(path)  # a regular file within the size cap: never a FIFO or device
+    except FileRefused as exc:
+        raise BibFileError(f"{exc}. It was left unchanged.") from exc
     try:
         text, fmt = decode_text(data)
     except BinaryFileError as exc:
@@ -262,9 +267,12 @@ def apply_bib_change(change: BibChange) -> AppendResult:
     backup = None
     if path.exists():
         backup = path.with_name(path.name + ".bak")
-        shutil.copy2(path, backup)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(backup, change.old_bytes)  # a kill mid-copy never leaves a half backup
+        shutil.copymode(path, backup)
+    elif not path.parent.is_dir():
+        raise BibFileError(
+            f"{path}: the folder {path.parent} does not exist; choose the bibliography file again"
+        )
     # the old bytes stay as they were
     write_atomic(
         path,

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 @click.command("manuscript")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--db",
     "db",

@@ -16,7 +16,10 @@ from assistant.documents.markers import find_markers, resolve_markers
 from assistant.documents.model import Document, DocumentError, Paragraph, Section, Sentence
 from assistant.documents.references import LABEL_RE, parse_reference
 from assistant.documents.sentences import split_sentences
-from assistant.textfile import BinaryFileError, decode_text
+from assistant.textfile import BinaryFileError, FileRefused, decode_text, max_file_bytes, read_file
+
+#: Size cap of a draft read from disk (a manuscript is far smaller; ``ASSISTANT_MAX_FILE_MB`` overrides).
+MAX_DRAFT_BYTES = 64 * 1024 * 1024
 
 FORMATS = {
     "tex": "latex",
@@ -169,30 +172,27 @@ def _markdown_mask(text: str) -> tuple[str, dict]:
     return "".join(chars), meta
 
 
-def parse_draft(path_or_text: str | Path, fmt: str | None = None) -> Document:
-    """Parse a draft given as a path (``.tex``/``.md``/``.txt``) or as its text."""
+def parse_draft(source: str | Path, fmt: str | None = None) -> Document:
+    """Parse a draft: a ``Path`` is read from disk (``.tex``/``.md``/``.txt``), a ``str`` is the
+    draft's text itself (never tried as a file name, however short or long)."""
     path: Path | None = None
-    if isinstance(path_or_text, Path) or (
-        isinstance(path_or_text, str)
-        and "\n" not in path_or_text
-        and len(path_or_text) < 4096
-        and Path(path_or_text).is_file()
-    ):
-        path = Path(path_or_text)
+    if isinstance(source, Path):
+        path = source
         try:
-            text, _ = decode_text(path.read_bytes())
+            data = read_file(path, limit=max_file_bytes(MAX_DRAFT_BYTES))
+            text, _ = decode_text(data)
+        except FileRefused as exc:
+            raise DocumentError(str(path), exc.reason) from exc
         except BinaryFileError as exc:
             raise DocumentError(
                 str(path),
                 f"{exc}: a manuscript is a PDF, LaTeX (.tex), Markdown (.md) "
                 "or plain-text (.txt) file",
             ) from exc
-        except OSError as exc:
-            raise DocumentError(str(path), f"cannot read: {exc.strerror or exc}") from exc
         if not text.strip():
             raise DocumentError(str(path), "empty file")
     else:
-        text = str(path_or_text)
+        text = str(source)
     fmt = FORMATS.get((fmt or "").lower()) or detect_format(text, path)
     if fmt == "latex":
         scan, meta = _latex_mask(text)

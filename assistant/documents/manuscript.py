@@ -25,23 +25,14 @@ _SKIP_SECTIONS = re.compile(
 
 
 def load_document(document_or_path: Document | str | Path, fmt: str | None = None) -> Document:
-    """A Document from a parsed document, a PDF path, a draft path or draft text."""
+    """A Document from a parsed document, a PDF or draft ``Path``, or draft text (a ``str``)."""
     if isinstance(document_or_path, Document):
         return document_or_path
-    p = (
-        Path(document_or_path)
-        if isinstance(document_or_path, Path)
-        or (
-            isinstance(document_or_path, str)
-            and "\n" not in document_or_path
-            and len(document_or_path) < 4096
-        )
-        else None
-    )
-    if p is not None and p.suffix.lower() == ".pdf":
+    # a Path is a file; a str is always the draft's text (never tried as a file name)
+    if isinstance(document_or_path, Path) and document_or_path.suffix.lower() == ".pdf":
         from assistant.documents.pdf import parse_pdf
 
-        return parse_pdf(p)
+        return parse_pdf(document_or_path)
     return parse_draft(document_or_path, fmt)
 
 

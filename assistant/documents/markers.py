@@ -21,10 +21,12 @@ SUPER_RE = re.compile(r"(?<=[A-Za-z\.,;:)\]’”\"'])([⁰¹²³⁴⁵⁶⁷⁸
 _SUP_MAP = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹˒", "0123456789,")
 _NAME = r"(?:[A-Z][\w'’\-]+|(?:van|von|de|der|di|da|le|la|den)\s+[A-Z][\w'’\-]+)(?:\s+(?:van|von|de|der)\s+[A-Z][\w'’\-]+)?"
 _YEAR = r"(?:19|20)\d{2}[a-z]?"
-_AUTHORS = rf"{_NAME}(?:\s+et\s+al\.?|\s*(?:,\s*{_NAME})*,?\s+(?:and|&)\s+{_NAME})?"
-_AY_ITEM = rf"(?:(?:e\.g\.|see|cf\.|i\.e\.)[,\s]+)?{_AUTHORS},?\s+{_YEAR}(?:\s*,\s*{_YEAR})*"
-PAREN_AY_RE = re.compile(rf"\(\s*({_AY_ITEM}(?:\s*;\s*{_AY_ITEM})*)\s*\)")
-NARRATIVE_AY_RE = re.compile(rf"({_AUTHORS})\s+\(\s*({_YEAR}(?:\s*,\s*{_YEAR})*)\s*\)")
+# Repetitions are bounded ({0,12} names, years, items): a marker never holds more, and an
+# unbounded list tried at every word of a long "Smith, Smith, ..." run is quadratic.
+_AUTHORS = rf"{_NAME}(?:\s+et\s+al\.?|\s*(?:,\s*{_NAME}){{0,12}},?\s+(?:and|&)\s+{_NAME})?"
+_AY_ITEM = rf"(?:(?:e\.g\.|see|cf\.|i\.e\.)[,\s]+)?{_AUTHORS},?\s+{_YEAR}(?:\s*,\s*{_YEAR}){{0,12}}"
+PAREN_AY_RE = re.compile(rf"\(\s*({_AY_ITEM}(?:\s*;\s*{_AY_ITEM}){{0,40}})\s*\)")
+NARRATIVE_AY_RE = re.compile(rf"({_AUTHORS})\s+\(\s*({_YEAR}(?:\s*,\s*{_YEAR}){{0,12}})\s*\)")
 #: ``\cite``, ``\citep[p.~3]``, ``\parencite*``, ... up to the opening brace of the key list
 _LATEX_CITE_HEAD = (
     r"\\(?:[a-zA-Z]*cite[a-zA-Z]*|citep|citet|citealp|citeauthor|citeyear|parencite|textcite|autocite|footcite)\*?"
@@ -34,9 +36,10 @@ LATEX_CITE_RE = re.compile(_LATEX_CITE_HEAD + r"([^}]*)\}")
 #: An unfinished ``\cite{a, b`` ending where the text ends (an editor's cursor): group 1 = the keys so far.
 LATEX_CITE_OPEN_RE = re.compile(_LATEX_CITE_HEAD + r"([^{}]*)$")
 _PANDOC_KEY_CHARS = r"[\w:.#$%&\-+?<>~/]"
-PANDOC_RE = re.compile(
-    rf"\[((?:[^\[\]]*?-?@{_PANDOC_KEY_CHARS}+[^\[\]]*?)(?:;[^\[\]]*?-?@{_PANDOC_KEY_CHARS}+[^\[\]]*?)*)\]"
-)
+# A bracketed group without nested brackets holding an ``@``: possessive quantifiers and an
+# ``@``-free head make it linear-time (an unclosed ``[@a; @a; ...`` cannot backtrack); the keys
+# are read from it with PANDOC_KEY_RE (a group without one is not a citation).
+PANDOC_RE = re.compile(r"\[([^\[\]@]*+@[^\[\]]*+)\]")
 PANDOC_KEY_RE = re.compile(rf"-?@({_PANDOC_KEY_CHARS}*[\w])")
 #: An unfinished Pandoc citation ``[see @a; @b`` ending where the text ends: ``before`` = the
 #: bracket's text before the last ``@`` (ends with ``[``, a space or ``;``), ``key`` = the key so far.
@@ -79,7 +82,9 @@ def find_markers(
                 add(m, "latex", keys)
     if "pandoc" in kinds:
         for m in PANDOC_RE.finditer(text):
-            add(m, "pandoc", PANDOC_KEY_RE.findall(m.group(1)))
+            keys = PANDOC_KEY_RE.findall(m.group(1))
+            if keys:
+                add(m, "pandoc", keys)
     if "numeric" in kinds:
         for m in NUMERIC_RE.finditer(text):
             nums = _expand_numbers(m.group(1))

@@ -8,8 +8,11 @@ when incomplete (time cap, page cap, no text layer, no references...).
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import re
+import stat
 import time
 from pathlib import Path
 
@@ -26,7 +29,7 @@ from assistant.documents.structure import (
     classify_lines,
     is_heading,
 )
-from assistant.documents.text import Dehyphenator, repair_ligature_glyphs
+from assistant.documents.text import Dehyphenator, TimeLimitReached, repair_ligature_glyphs
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +41,16 @@ MAX_FILE_BYTES = 300 * 1024 * 1024
 def open_pdf(path: str | Path) -> pymupdf.Document:
     """Open a PDF or raise DocumentError naming the problem (missing, encrypted, corrupt, empty)."""
     p = Path(path)
-    if not p.is_file():
-        raise DocumentError(str(p), "file not found")
-    size = p.stat().st_size
+    try:
+        st = os.stat(p)
+    except OSError as exc:
+        reason = "symbolic link loop" if exc.errno == errno.ELOOP else "file not found"
+        if exc.errno not in (errno.ELOOP, errno.ENOENT):
+            reason = f"cannot read: {exc.strerror or exc}"
+        raise DocumentError(str(p), reason) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DocumentError(str(p), "not a regular file (a folder, FIFO or device); not read")
+    size = st.st_size
     if size == 0:
         raise DocumentError(str(p), "empty file (0 bytes)")
     if size > MAX_FILE_BYTES:
@@ -50,14 +60,43 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     try:
         doc = pymupdf.open(p, filetype="pdf")
     except Exception as exc:  # pymupdf raises FileDataError / RuntimeError variants
-        raise DocumentError(str(p), f"not a readable PDF ({exc})") from None
+        if not _has_eof(p) and _has_header(p):
+            raise DocumentError(
+                str(p), "the PDF is truncated or damaged (it has no end-of-file marker)"
+            ) from None
+        reason = str(exc).replace(f"'{p}'", "").replace("  ", " ")
+        raise DocumentError(str(p), f"not a readable PDF ({reason})") from None
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
         raise DocumentError(str(p), "the PDF is encrypted with a password; decrypt it first")
     if doc.page_count == 0:
+        repaired = getattr(doc, "is_repaired", False)
         doc.close()
-        raise DocumentError(str(p), "the PDF has no pages")
+        raise DocumentError(
+            str(p),
+            "the PDF is damaged or truncated (no readable pages)"
+            if repaired or not _has_eof(p)
+            else "the PDF has no pages",
+        )
     return doc
+
+
+def _has_header(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return b"%PDF" in fh.read(1024)
+    except OSError:
+        return False
+
+
+def _has_eof(path: Path) -> bool:
+    """Whether the file ends with a PDF ``%%EOF`` marker (a truncated download does not)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.path.getsize(path) - 2048))
+            return b"%%EOF" in fh.read()
+    except OSError:
+        return False
 
 
 def parse_pdf(
@@ -94,7 +133,13 @@ def parse_pdf(
                 "the PDF is damaged (repaired on opening); content may be missing"
             )
         try:
-            _build(result, pages, doc)
+            _build(result, pages, doc, deadline)
+        except TimeLimitReached:
+            result.partial = True
+            result.warnings.append(
+                f"time limit ({time_limit_s:g} s) reached while building the structure; "
+                "result is partial (raise --time-limit to read it all)"
+            )
         except Exception as exc:  # never crash on an odd layout: keep what was found, say so
             log.warning("%s: structure analysis failed", path, exc_info=True)
             result.partial = True
@@ -109,7 +154,9 @@ def parse_pdf(
         doc.close()
 
 
-def _build(result: Document, pages: list[PageLines], doc: pymupdf.Document) -> None:
+def _build(
+    result: Document, pages: list[PageLines], doc: pymupdf.Document, deadline: float | None = None
+) -> None:
     lines = [ln for p in pages for ln in p.lines]
     # body size from the text before the bibliography (a long reference list in small print
     # can outweigh the body of a short paper)
@@ -120,13 +167,16 @@ def _build(result: Document, pages: list[PageLines], doc: pymupdf.Document) -> N
     body = body_font_size(before if sum(len(ln.text) for ln in before) > 400 else lines)
     vocab = _vocabulary(lines)
     lowercase_seen = {w for ln in lines for w in re.findall(r"\b[a-z]{2,}\b", ln.text)}
-    for ln in lines:
+    dehyph = Dehyphenator(vocab, deadline)
+    for i, ln in enumerate(lines):
+        if i % 256 == 0:
+            dehyph.check_deadline()
         ln.text = repair_ligature_glyphs(ln.text, vocab, lowercase_seen)
     _front_matter(result, pages, body, doc)
     main, refs_lines, captions = classify_lines(
         lines, body, result, {p.number: p.height for p in pages}
     )
-    dehyph = Dehyphenator(vocab)
+    dehyph.check_deadline()
     result.captions = [dehyph.join(parts) for parts in captions]
     result.references = [parse_reference(text, n) for n, text in split_entries(refs_lines)]
     build_sections(result, main, body, dehyph)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import time
 from functools import lru_cache
 from pathlib import Path
+
+from assistant.errors import AssistantError
 
 _WORD_AT_END = re.compile(r"([A-Za-z][A-Za-z\-]*)-$")
 _WORD_AT_START = re.compile(r"^([a-z][A-Za-z]*)")
@@ -98,42 +101,74 @@ def repair_ligature_glyphs(
     return _SUSPECT.sub(fix, text)
 
 
+class TimeLimitReached(AssistantError):
+    """A document parse ran past its time limit (caught by the parser: a partial result)."""
+
+    def __init__(
+        self, reason: str = "the document took longer than its time limit to read"
+    ) -> None:
+        super().__init__(reason)
+
+
 class Dehyphenator:
     """Joins wrapped lines. A line-final hyphen is dropped ("evalua-" + "tion") unless the
-    hyphenated form is attested elsewhere in the document or the word is already a compound."""
+    hyphenated form is attested elsewhere in the document or the word is already a compound.
 
-    def __init__(self, vocabulary: set[str]):
+    With a ``deadline`` (``time.monotonic()`` value) every join checks it and raises
+    :class:`TimeLimitReached` once it has passed: the paragraph loop of a parse honours its
+    time limit."""
+
+    def __init__(self, vocabulary: set[str], deadline: float | None = None):
         self.vocabulary = vocabulary
+        self.deadline = deadline
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeLimitReached
+
+    #: How much of the paragraph's end is looked at for the hyphenated word (bounds the work
+    #: per line: joining stays linear in the paragraph's length).
+    TAIL = 160
 
     def join(self, lines: list[str]) -> str:
-        out = ""
-        for ln in lines:
+        pieces: list[str] = []
+        tail = ""  # the last TAIL characters of the joined text
+        self.check_deadline()
+        for i, ln in enumerate(lines):
+            if i % 4096 == 4095:
+                self.check_deadline()
             ln = ln.strip()
             if not ln:
                 continue
-            if not out:
-                out = ln
+            if not pieces:
+                pieces.append(ln)
+                tail = ln[-self.TAIL :]
                 continue
-            m = _WORD_AT_END.search(out)
+            m = _WORD_AT_END.search(tail) if tail.endswith("-") else None
             n = _WORD_AT_START.match(ln)
-            if m and n and out.endswith("-"):
-                head, tail = m.group(1), n.group(1)
-                joined = (head + tail).lower()
+            if m and n:
+                head, tail_word = m.group(1), n.group(1)
+                joined = (head + tail_word).lower()
                 keep = "-" in head or (
                     joined not in self.vocabulary
                     and (
                         head.lower() in _HYPHEN_PREFIXES
                         or (
                             len(head) >= 3
-                            and len(tail) >= 3
+                            and len(tail_word) >= 3
                             and head.lower() in self.vocabulary
-                            and tail in self.vocabulary
+                            and tail_word in self.vocabulary
                         )
                     )
                 )
-                out = out + ln if keep else out[:-1] + ln
-            elif out.endswith(("/", "–")) or (out.endswith("-") and ln[:1].isupper()):
-                out += ln
+                if not keep:
+                    pieces[-1] = pieces[-1][:-1]
+                    tail = tail[:-1]
+                piece = ln
+            elif tail.endswith(("/", "–")) or (tail.endswith("-") and ln[:1].isupper()):
+                piece = ln
             else:
-                out += " " + ln
-        return out
+                piece = " " + ln
+            pieces.append(piece)
+            tail = (tail + piece)[-self.TAIL :]
+        return "".join(pieces)

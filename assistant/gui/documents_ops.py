@@ -19,9 +19,12 @@ from assistant.service import (
 )
 from assistant.textfile import (
     BinaryFileError,
+    FileRefused,
     TextFormat,
     decode_text,
     encode_text,
+    max_file_bytes,
+    read_file,
     unencodable,
     write_atomic,
 )
@@ -122,11 +125,12 @@ class DocumentOps:
                 self.tabs.setCurrentIndex(i)
                 return self.tabs.widget(i)
         try:
-            text, text_format = decode_text(path.read_bytes())
-        except (OSError, BinaryFileError) as exc:
-            self.show_error(
-                "Cannot open the manuscript", f"{path}: {getattr(exc, 'strerror', None) or exc}"
-            )
+            text, text_format = decode_text(read_file(path, limit=max_file_bytes(64 * 2**20)))
+        except FileRefused as exc:
+            self.show_error("Cannot open the manuscript", str(exc))
+            return None
+        except BinaryFileError as exc:
+            self.show_error("Cannot open the manuscript", f"{path}: {exc}")
             return None
         style = textops.style_for_path(path)
         editor = ManuscriptEditor(style=style)
@@ -185,6 +189,9 @@ class DocumentOps:
             fmt = replace(fmt, encoding="utf-8", bom=b"")
         try:
             write_atomic(path, encode_text(text, fmt))
+        except FileRefused as exc:  # read-only file, FIFO, the library...: one clear line
+            self.show_error("Cannot save", str(exc))
+            return False
         except OSError as exc:
             self.show_error("Cannot save", f"{path}: {exc}")
             return False

@@ -7,12 +7,14 @@ user keys on import).
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
 from assistant.library.models import Paper
+from assistant.textfile import FileRefused, write_atomic
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _ESCAPES = {
@@ -161,12 +163,16 @@ def export_bibtex(
     if str(output) == "-":
         return write_bibtex(papers, sys.stdout), missing
     output = Path(output)
-    tmp = output.with_name(output.name + ".part")
+    buf = io.StringIO()
+    written = write_bibtex(papers, buf)
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            written = write_bibtex(papers, fh)
-        tmp.replace(output)
+        # only a regular, writable file that is not the open library is replaced (atomically,
+        # keeping its permissions); never the library, a FIFO, a device or a read-only file
+        write_atomic(
+            output,
+            buf.getvalue().encode("utf-8"),
+            protect=[p for p in [getattr(library, "path", None)] if p],
+        )
     except OSError as exc:  # name the file the user asked for, not the temporary one
-        tmp.unlink(missing_ok=True)
-        raise OSError(exc.errno, exc.strerror, str(output)) from exc
+        raise FileRefused(exc.strerror or str(exc), file=output) from exc
     return written, missing

@@ -148,10 +148,22 @@ def latex_to_unicode(text: str) -> str:
     return text
 
 
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+
+
 def clean_text(text: str | None) -> str:
     """LaTeX → Unicode, strip HTML tags/entities (ACM abstracts carry ``<p>``, ``&amp;``), squash spaces."""
     if not text:
         return ""
+    if not isinstance(text, str):
+        text = str(text)
+    if _CONTROL_RE.search(text):  # terminal escapes, NUL, backspace...: never stored or echoed
+        text = _CONTROL_RE.sub(" ", text)
+    if _SURROGATE_RE.search(text):  # a lone "\ud800" from JSON cannot be stored as UTF-8
+        text = _SURROGATE_RE.sub("\ufffd", text)
     text = latex_to_unicode(text)
     if "&" in text:
         text = html.unescape(text)

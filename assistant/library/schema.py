@@ -98,6 +98,41 @@ class LibraryOpenError(AssistantError, RuntimeError):
     """The file cannot be opened as a Cite-Assist library (the message names it and says why)."""
 
 
+class LibraryBusyError(LibraryOpenError):
+    """Another process holds the library's write lock longer than the busy timeout."""
+
+
+#: How long a writer waits for another process's write lock before giving up (seconds).
+BUSY_TIMEOUT_S = 15.0
+
+
+def sqlite_error(exc: sqlite3.Error, path: Path | str) -> LibraryOpenError:
+    """One clear line for an SQLite failure on the library file (locked, read-only, disk full,
+    damaged), instead of SQLite's terse text or a traceback."""
+    text = str(exc)
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return LibraryBusyError(
+            f"the library is in use by another Cite-Assist process (still locked after "
+            f"{BUSY_TIMEOUT_S:.0f} s); nothing was changed, try again when it has finished",
+            file=path,
+        )
+    if "readonly" in low or "read-only" in low or "unable to open" in low:
+        return LibraryOpenError(
+            f"cannot write the library: the file or its folder is read-only or not accessible "
+            f"({text}); nothing was changed",
+            file=path,
+        )
+    if "disk is full" in low or "disk i/o" in low:
+        return LibraryOpenError(
+            f"cannot write the library: {text}; the last change was rolled back, nothing was lost",
+            file=path,
+        )
+    if "malformed" in low or "not a database" in low:
+        return LibraryOpenError(f"the library file is damaged ({text})", file=path)
+    return LibraryOpenError(f"library database error: {text}", file=path)
+
+
 class SchemaTooNewError(LibraryOpenError):
     """The file was written by a newer Cite-Assist."""
 
@@ -144,13 +179,19 @@ def migrate(conn: sqlite3.Connection) -> int:
         )
     for target in range(version + 1, SCHEMA_VERSION + 1):
         conn.execute("BEGIN IMMEDIATE")
+        # another process may have created/migrated the file between our first look and the
+        # write lock (two processes opening a new library at once): re-read under the lock
+        if conn.execute("PRAGMA user_version").fetchone()[0] >= target:
+            conn.execute("COMMIT")
+            continue
         try:
             for statement in _statements(MIGRATIONS[target - 1]):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {target}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
     return SCHEMA_VERSION
 

@@ -20,16 +20,19 @@ from pathlib import Path
 
 import sqlite_utils
 
+from assistant import faults
 from assistant.library import citekeys
 from assistant.library.models import Citation, ImportOutcome, Paper
 from assistant.library.normalize import author_key, normalize_doi, title_key
 from assistant.library.schema import (
+    BUSY_TIMEOUT_S,
     FTS_TRIGGERS,
     SCHEMA_VERSION,
     LibraryOpenError,
     check_library_file,
     check_not_foreign,
     migrate,
+    sqlite_error,
 )
 
 _PAPER_COLUMNS = (
@@ -82,22 +85,36 @@ class Library:
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
         check_library_file(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            str(self.path), isolation_level=None, check_same_thread=False, timeout=60
-        )
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LibraryOpenError(
+                f"cannot create the library's folder: {exc.strerror or exc}", file=self.path
+            ) from exc
+        conn = None
+        try:
+            conn = sqlite3.connect(
+                str(self.path),
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_S,
+            )
             check_not_foreign(conn, self.path)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self.schema_version = migrate(conn)
         except LibraryOpenError:
-            conn.close()
+            if conn is not None:
+                conn.close()
             raise
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA busy_timeout = 60000")
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise sqlite_error(exc, self.path) from exc
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
-        self.schema_version = migrate(conn)
         self._tx_depth = 0
         self._bulk_from: int | None = (
             None  # in bulk_fts(): rows with id > this are not in the FTS yet
@@ -114,16 +131,30 @@ class Library:
             finally:
                 self._tx_depth -= 1
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise sqlite_error(exc, self.path) from exc
         self._tx_depth = 1
         try:
             yield self
-        except BaseException:
+        except BaseException as exc:
             self._tx_depth = 0
-            self.conn.execute("ROLLBACK")
+            # SQLite may already have rolled back by itself (disk full, I/O error): a second
+            # ROLLBACK would fail with "no transaction is active" and hide the real reason
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise sqlite_error(exc, self.path) from exc
             raise
         self._tx_depth = 0
-        self.conn.execute("COMMIT")
+        faults.point("library.commit")
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise sqlite_error(exc, self.path) from exc
 
     @contextmanager
     def bulk_fts(self) -> Iterator[Library]:

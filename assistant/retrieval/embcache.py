@@ -10,12 +10,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
+from assistant import faults
+
 log = logging.getLogger(__name__)
+_CHUNK = re.compile(r"chunk-(\d+)\.npz")
 
 
 def text_hash(text: str) -> bytes:
@@ -45,8 +49,12 @@ class EmbeddingCache:
                 f.unlink()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.marker.write_text(self.fingerprint)
-        existing = sorted(self.dir.glob("chunk-*.npz"))
-        self._next = (int(existing[-1].stem.split("-")[1]) + 1) if existing else 0
+        for leftover in self.dir.glob("chunk-*.tmp.npz"):  # a run killed before its rename
+            leftover.unlink(missing_ok=True)
+        numbers = [
+            int(m.group(1)) for f in self.dir.glob("chunk-*.npz") if (m := _CHUNK.fullmatch(f.name))
+        ]
+        self._next = max(numbers) + 1 if numbers else 0
         return self
 
     def add(self, hashes: Iterable[bytes], vectors: np.ndarray) -> None:
@@ -54,6 +62,7 @@ class EmbeddingCache:
         hashes = np.asarray(list(hashes), dtype="S16")
         tmp = self.dir / f"chunk-{self._next:06d}.tmp.npz"
         np.savez(tmp, hashes=hashes, vectors=np.asarray(vectors, dtype=np.float32))
+        faults.point("index.chunk")
         os.replace(tmp, self.dir / f"chunk-{self._next:06d}.npz")
         self._next += 1
 

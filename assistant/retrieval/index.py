@@ -13,21 +13,23 @@ deleted papers are dropped; a different encoder fingerprint discards the vectors
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import faiss
 import numpy as np
 
+from assistant import faults
 from assistant.config import index_dir_for
-from assistant.errors import Cancelled
+from assistant.errors import AssistantError, Cancelled
 from assistant.progress import Progress, ProgressEvent
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
@@ -47,6 +49,35 @@ DEFAULT_MAX_LENGTH = 128
 
 class IndexingCancelled(Cancelled):
     """``cancelled()`` turned true; embedded chunks are kept and the next run resumes."""
+
+
+class IndexBusyError(AssistantError):
+    """Another process is indexing the same library (its lock file is held)."""
+
+
+@contextlib.contextmanager
+def index_lock(root: Path) -> Iterator[None]:
+    """Hold ``<index>/.lock`` (``flock``, released by the OS when the process dies, even by
+    ``kill -9``) for one indexing job; a second job fails at once with :class:`IndexBusyError`."""
+    root.mkdir(parents=True, exist_ok=True)
+    lock_path = root / ".lock"
+    fh = open(lock_path, "a+")
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no cross-process lock
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise IndexBusyError(
+                    "another index job is running on this library; wait for it to finish",
+                    file=root,
+                ) from None
+        yield
+    finally:
+        fh.close()
 
 
 @dataclass
@@ -129,6 +160,16 @@ class IndexPaths:
             return {}
 
 
+def _remove_leftovers(paths: IndexPaths) -> None:
+    """Temporary files of a run killed mid-write (under the index lock: no other job owns them)."""
+    for pattern in ("*.tmp", "*.tmp.npy", "*.tmp.npz"):
+        for folder in (paths.root, paths.dense, paths.pending):
+            for f in folder.glob(pattern) if folder.is_dir() else ():
+                f.unlink(missing_ok=True)
+    for name in ("bm25.tmp", "bm25.old"):
+        shutil.rmtree(paths.root / name, ignore_errors=True)
+
+
 def _versions_digest(versions: dict[int, str]) -> str:
     h = hashlib.sha1()
     for pid in sorted(versions):
@@ -191,9 +232,42 @@ def build_index(
     (the papers embedded so far; BM25 covers all) is written: ``meta["missing"]`` says how many
     papers still lack a vector, and the next run continues.
     """
-    start = time.perf_counter()
     paths = IndexPaths(Path(index_dir) if index_dir else index_dir_for(library.path))
+    with index_lock(paths.root):
+        return _build_index(
+            library,
+            encoder,
+            paths,
+            progress,
+            kind=kind,
+            chunk_size=chunk_size,
+            batch_size=batch_size,
+            bm25_params=bm25_params,
+            rebuild=rebuild,
+            reuse_from=reuse_from,
+            cancelled=cancelled,
+            embed_budget_s=embed_budget_s,
+        )
+
+
+def _build_index(
+    library,
+    encoder,
+    paths: IndexPaths,
+    progress: Progress | None,
+    *,
+    kind: str,
+    chunk_size: int,
+    batch_size: int,
+    bm25_params: BM25Params | None,
+    rebuild: bool,
+    reuse_from: Iterable[Path | str],
+    cancelled: Callable[[], bool] | None,
+    embed_budget_s: float | None,
+) -> IndexReport:
+    start = time.perf_counter()
     paths.dense.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(paths)
     fingerprint = str(encoder.fingerprint)
     meta = paths.read_meta()
     report = IndexReport(fingerprint=fingerprint)
@@ -217,11 +291,10 @@ def build_index(
     if report.kind == "ivf" and len(versions) < IVF_MIN:
         report.kind = "flat"  # too few vectors to train the IVF quantizer
     digest = _versions_digest(versions)
-    bm25_meta = (
-        json.loads((paths.bm25 / "bm25.json").read_text())
-        if (paths.bm25 / "bm25.json").exists()
-        else {}
-    )
+    try:
+        bm25_meta = json.loads((paths.bm25 / "bm25.json").read_text())
+    except (OSError, ValueError):  # missing or cut short by a kill: rebuilt below
+        bm25_meta = {}
     bm25_fresh = bm25_meta.get("versions") == digest and (
         bm25_meta.get("k1"),
         bm25_meta.get("b"),
@@ -231,6 +304,8 @@ def build_index(
         and bm25_fresh
         and meta.get("kind") == report.kind
         and not meta.get("missing")
+        # meta.json is written last: a run killed before it left meta of an older state
+        and meta.get("versions") == digest
         and {i: v for i, (_, v) in stored.items()} == versions
         and (paths.dense / "faiss.index").exists()
     ):
@@ -302,6 +377,7 @@ def build_index(
             ProgressEvent(0, len(ids), "faiss", f"Writing the vector index ({len(ids)} vectors)")
         )
     _atomic_save_npy(paths.dense / "vectors.npy", vecs)
+    faults.point("index.vectors")
     _atomic_save_npy(
         paths.dense / "hashes.npy", np.asarray([hashes[int(i)] for i in ids], dtype="S16")
     )
@@ -318,6 +394,7 @@ def build_index(
     if not bm25_fresh:
         _build_bm25(lexical, paths, bm25_params, digest, progress)
         report.bm25_rebuilt = True
+    faults.point("index.meta")
     _atomic_write(
         paths.meta,
         json.dumps(
@@ -332,6 +409,7 @@ def build_index(
                 "max_id": int(max(hashes, default=0)),
                 "kind": report.kind,
                 "missing": report.missing,
+                "versions": digest,
                 "kind_requested": kind if kind != "auto" else meta.get("kind_requested", "auto"),
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             },
@@ -419,8 +497,13 @@ def _build_bm25(
     )
     meta["versions"] = digest
     meta_path.write_text(json.dumps(meta, indent=1))
-    shutil.rmtree(paths.bm25, ignore_errors=True)
+    old = paths.root / "bm25.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if paths.bm25.exists():
+        os.replace(paths.bm25, old)  # a kill from here on leaves bm25.old or the new bm25
+    faults.point("index.bm25")
     os.replace(tmp, paths.bm25)
+    shutil.rmtree(old, ignore_errors=True)
     if progress:
         progress(
             ProgressEvent(len(ids), len(ids), "bm25", f"BM25 index over {len(ids)} papers done")

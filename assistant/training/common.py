@@ -39,6 +39,10 @@ class TrainingError(AssistantError, RuntimeError):
     """Training cannot start or go on (no weights, no usable papers, bad work dir)."""
 
 
+class CheckpointError(AssistantError):
+    """A checkpoint file that holds more than tensors and plain values (refused, never run)."""
+
+
 @dataclass
 class TrainReport:
     """What a training run did; printed by the CLI as JSON and shown by the GUI."""
@@ -218,7 +222,8 @@ def save_checkpoint(
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
         "rng": {
             "python": random.getstate(),
-            "numpy": np.random.get_state(),
+            # plain values only: checkpoints are read back with weights_only=True
+            "numpy": _numpy_state_plain(np.random.get_state()),
             "torch": torch.get_rng_state(),
         },
         "extra": extra,
@@ -237,12 +242,35 @@ def save_checkpoint(
 
 def load_checkpoint_state(work_dir: Path) -> dict[str, Any] | None:
     """The saved state of the last checkpoint (None if there is none)."""
-    import torch
 
     path = work_dir / CHECKPOINT_DIR / STATE_FILE
     if not path.is_file():
         return None
-    return torch.load(path, map_location="cpu", weights_only=False)
+    return safe_torch_load(path)
+
+
+def safe_torch_load(path: Path) -> Any:
+    """``torch.load`` restricted to tensors and plain containers (``weights_only=True``): a
+    checkpoint is data, never code. A file holding anything else (a pickled object, a planted
+    ``__reduce__``) is refused with a :class:`CheckpointError` instead of being executed."""
+    import pickle
+
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError) as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise CheckpointError(
+            f"not a safe checkpoint (only tensors and plain values are loaded): {reason}",
+            file=path,
+        ) from exc
+
+
+def _numpy_state_plain(state: tuple) -> list:
+    """``np.random.get_state()`` as plain values (the key array as a list of ints)."""
+    name, keys, pos, has_gauss, gauss = state
+    return [str(name), [int(k) for k in keys], int(pos), int(has_gauss), float(gauss)]
 
 
 def resumable_state(
@@ -316,7 +344,8 @@ def restore_rng(state: dict[str, Any]) -> None:
     if "python" in rng:
         random.setstate(rng["python"])
     if "numpy" in rng:
-        np.random.set_state(rng["numpy"])
+        name, keys, pos, has_gauss, gauss = rng["numpy"]
+        np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, gauss))
     if "torch" in rng:
         torch.set_rng_state(rng["torch"])
 

@@ -25,6 +25,7 @@ import click
 import numpy as np
 
 from assistant.inference.intent import LABELS, normalize_context
+from assistant.training.common import safe_torch_load
 from assistant.training.intent_calibration import cv_bias_gain, fit_class_bias, fit_temperature
 from assistant.training.intent_card import ship_int8_only, write_model_card
 
@@ -282,7 +283,7 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
     state = {"step": 0, "best_f1": -1.0, "best_step": 0, "history": [], "elapsed_s": 0.0}
     last, best = cfg.work_dir / "last.pt", cfg.work_dir / "best.pt"
     if last.exists():
-        ck = torch.load(last, map_location="cpu", weights_only=False)
+        ck = safe_torch_load(last)
         if ck.get("config_key") != _config_key(cfg):
             raise click.ClickException(
                 f"{last} was written by a different configuration; "
@@ -381,13 +382,12 @@ def evaluate_exported(out_dir: Path, texts: list[str], y: np.ndarray, labels) ->
 
 def _export_only(cfg: IntentTrainConfig, progress=print) -> dict:
     """Calibrate and export ``work_dir/best.pt`` without (more) training (e.g. a stopped run)."""
-    import torch
     from transformers import AutoTokenizer
 
     last = cfg.work_dir / "last.pt"
     if not (cfg.work_dir / "best.pt").exists() or not last.exists():
         raise click.ClickException(f"no checkpoint in {cfg.work_dir}; train first")
-    state = torch.load(last, map_location="cpu", weights_only=False)["state"]
+    state = safe_torch_load(last)["state"]
     model, base_path = _build_model(cfg)
     tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
     dev_set = load_scicite(cfg.dev_path, cfg.limit_dev)
@@ -408,11 +408,10 @@ def _export_only(cfg: IntentTrainConfig, progress=print) -> dict:
 def _warm_start(model, checkpoint: Path, progress=print) -> None:
     """Load the weights of an earlier run (a ``last.pt`` or ``best.pt``) before training continues
     on a fresh schedule, e.g. one more epoch at a lower learning rate."""
-    import torch
 
     if not Path(checkpoint).is_file():
         raise click.ClickException(f"--init-from: {checkpoint} not found")
-    ck = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    ck = safe_torch_load(checkpoint)
     model.load_state_dict(ck["model"] if isinstance(ck, dict) and "model" in ck else ck)
     progress(f"warm start from {checkpoint}")
 
@@ -430,10 +429,9 @@ def finish(
     cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, progress=print
 ) -> dict:
     """Reload the best checkpoint, calibrate on dev, export ONNX + manifest + model card."""
-    import torch
 
     if (cfg.work_dir / "best.pt").exists():
-        model.load_state_dict(torch.load(cfg.work_dir / "best.pt", map_location="cpu"))
+        model.load_state_dict(safe_torch_load(cfg.work_dir / "best.pt"))
     raw = predict_logits(model, tokenizer, dev_texts, cfg.max_length)
     raw_metrics = classification_metrics(dev_y, raw.argmax(1), cfg.labels)
     bias = np.zeros(raw.shape[1])

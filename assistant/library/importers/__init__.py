@@ -11,11 +11,13 @@ import logging
 import multiprocessing
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from assistant import faults
 from assistant.errors import Cancelled
 from assistant.library.importers.bibtex import parse_bibtex_file
 from assistant.library.importers.common import ImportFileError, ParsedFile
@@ -24,6 +26,7 @@ from assistant.library.importers.ris import parse_ris_file
 from assistant.library.importers.zotero import parse_zotero_file
 from assistant.library.models import ImportIssue, ImportReport
 from assistant.progress import Progress, ProgressEvent
+from assistant.textfile import FileRefused, human_size, max_file_bytes, read_file
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +62,8 @@ def detect_format(path: Path) -> str | None:
         if name.endswith(ext):
             return fmt
     try:
-        head = path.read_bytes()[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:
+        head = read_file(path, head=4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except FileRefused:
         return None
     if head.startswith(b"%PDF"):
         return "pdf"
@@ -76,25 +79,44 @@ def detect_format(path: Path) -> str | None:
 
 
 def expand_paths(paths: Iterable[str | Path], issues: list[ImportIssue]) -> list[tuple[Path, str]]:
-    """Files to import with their format; folders are walked recursively (sorted, known types only)."""
+    """Files to import with their format; folders are walked recursively (sorted, known types only).
+
+    Only regular files are taken: a FIFO, a device, a socket or a symlink to one is reported and
+    never opened (it could block or never end); so are unreadable subfolders and PDFs over the
+    size cap."""
     out: list[tuple[Path, str]] = []
     for raw in paths:
         path = Path(raw).expanduser()
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            issues.append(ImportIssue(str(path), 0, _stat_reason(exc)))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+
+            def unreadable(exc: OSError, path: Path = path) -> None:
+                issues.append(
+                    ImportIssue(
+                        str(exc.filename or path),
+                        0,
+                        f"folder not read: {exc.strerror or exc}; its files were not imported",
+                    )
+                )
+
+            for root, dirs, files in os.walk(path, onerror=unreadable):
                 dirs.sort()
                 for name in sorted(files):
                     child = Path(root) / name
-                    fmt = detect_format(child) if _known_ext(name) else None
+                    if not _known_ext(name) or not _regular(child, issues):
+                        continue
+                    fmt = detect_format(child)
                     if fmt == "zotero" and name != "zotero.sqlite":
                         continue  # other SQLite files in a folder are not Zotero libraries
                     if fmt == "csljson" and not _looks_like_csl(child):
                         continue  # package.json, settings...: only JSON arrays are CSL-JSON
                     if fmt:
                         out.append((child, fmt))
-        elif not path.exists():
-            issues.append(ImportIssue(str(path), 0, "no such file or directory"))
-        else:
+        elif _regular(path, issues, st):
             fmt = detect_format(path)
             if fmt is None:
                 issues.append(
@@ -110,10 +132,46 @@ def expand_paths(paths: Iterable[str | Path], issues: list[ImportIssue]) -> list
     return out
 
 
+def _stat_reason(exc: OSError) -> str:
+    import errno
+
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop (the link points back to itself)"
+    if exc.errno == errno.ENOENT:
+        return "no such file or directory"
+    return f"cannot read: {exc.strerror or exc}"
+
+
+def _regular(path: Path, issues: list[ImportIssue], st: os.stat_result | None = None) -> bool:
+    """True for a regular file within the size cap (PDFs); else the reason is reported."""
+    try:
+        st = st or os.stat(path)
+    except OSError as exc:
+        issues.append(ImportIssue(str(path), 0, _stat_reason(exc)))
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "not a regular file"
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            kind = "a device"
+        issues.append(ImportIssue(str(path), 0, f"{kind}; only regular files are imported"))
+        return False
+    if path.name.lower().endswith(".pdf") and st.st_size > max_file_bytes():
+        issues.append(
+            ImportIssue(
+                str(path),
+                0,
+                f"file too large ({human_size(st.st_size)}; the limit is "
+                f"{human_size(max_file_bytes())}, set ASSISTANT_MAX_FILE_MB to raise it)",
+            )
+        )
+        return False
+    return True
+
+
 def _looks_like_csl(path: Path) -> bool:
     try:
-        head = path.read_bytes()[:512].lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:
+        head = read_file(path, head=512).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except FileRefused:
         return True  # let the parser report the read error
     return head.startswith(b"[")
 
@@ -208,6 +266,7 @@ def _store(
             report.skip("not stored")
         else:
             setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+        faults.point("import.record")
         state["records"] += 1
         if i % PROGRESS_EVERY == 0:
             tick(parsed.path)

@@ -9,6 +9,7 @@ records (reviews of another paper, not citable works), which are counted as skip
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import bibtexparser
@@ -69,11 +70,116 @@ _INHERIT = (
 )
 
 
-def _fields(entry: Entry) -> dict[str, str]:
+_MONTH_NAMES = dict(
+    zip(
+        MONTHS,
+        [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ],
+        strict=True,
+    )
+)
+_BARE = re.compile(r"[A-Za-z0-9_:.+\-]+")
+
+
+def _top_level_parts(value: str) -> list[str]:
+    """``value`` split at each ``#`` outside braces and quotes."""
+    parts, buf, depth, quoted = [], [], 0, False
+    for ch in value:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        elif ch == '"' and depth == 0:
+            quoted = not quoted
+        elif ch == "#" and depth == 0 and not quoted:
+            parts.append("".join(buf))
+            buf = []
+            continue
+        buf.append(ch)
+    parts.append("".join(buf))
+    return [p.strip() for p in parts]
+
+
+def concatenate(value: str, strings: dict[str, str]) -> str:
+    """BibTeX ``#`` concatenation left unresolved by bibtexparser (``"A" # " B"``, ``proc # acm``,
+    ``jan # "~1"``): the parts joined, ``@string`` macros and month names expanded. A value that
+    is not a concatenation (``C# in depth`` from ``{C# in depth}``) is returned unchanged."""
+    if "#" not in value:
+        return value
+    parts = _top_level_parts(value)
+    if len(parts) < 2 or not all(parts):
+        return value
+
+    def delimited(p: str) -> bool:
+        return len(p) >= 2 and ((p[0] == "{" and p[-1] == "}") or (p[0] == '"' and p[-1] == '"'))
+
+    def macro(p: str) -> bool:
+        return p.isdigit() or p.lower() in strings or p.lower() in _MONTH_NAMES
+
+    if not all(delimited(p) or _BARE.fullmatch(p) for p in parts):
+        return value
+    if not any(delimited(p) for p in parts) and not all(macro(p) for p in parts):
+        return value
+    out = []
+    for p in parts:
+        if delimited(p):
+            out.append(p[1:-1])
+        elif p.lower() in strings:
+            out.append(strings[p.lower()])
+        elif p.lower() in _MONTH_NAMES:
+            out.append(_MONTH_NAMES[p.lower()])
+        else:
+            out.append(p)  # a number, or an undefined macro kept as written
+    return "".join(out)
+
+
+def _fields(entry: Entry, strings: dict[str, str] | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for f in entry.fields:
         value = f.value if isinstance(f.value, str) else str(f.value)
-        out.setdefault(f.key.lower(), value.strip())
+        out.setdefault(f.key.lower(), concatenate(value.strip(), strings or {}).strip())
+    return out
+
+
+# a field value that swallowed the next field: ``title={T} author={A}`` (a missing comma)
+_RUN_ON_VALUE = re.compile(r'[}"]\s+([A-Za-z][\w\-]*)\s*=\s*[{"0-9]')
+_RUN_ON_RAW = re.compile(r'(?<=[}"])(\s+)(?=[A-Za-z][\w\-]*\s*=\s*[{"0-9])')
+
+
+def repair_missing_commas(entry: Entry) -> tuple[Entry, list[str]]:
+    """An entry whose field ran into the next one for want of a comma, re-read with the commas
+    put back (only when that yields more fields); returns ``(entry, names of the run-on fields)``."""
+    missing = [
+        m.group(1)
+        for f in entry.fields
+        if isinstance(f.value, str) and (m := _RUN_ON_VALUE.search(f.value))
+    ]
+    if not missing or not entry.raw:
+        return entry, []
+    repaired = bibtexparser.parse_string(_RUN_ON_RAW.sub(r",\1", entry.raw))
+    if repaired.entries and len(repaired.entries[0].fields) > len(entry.fields):
+        return repaired.entries[0], missing
+    return entry, []
+
+
+def _strings(library) -> dict[str, str]:
+    """The file's ``@string`` macros (lower-case names), themselves concatenated when needed."""
+    out: dict[str, str] = {}
+    for block in library.strings:
+        value = block.value if isinstance(block.value, str) else str(block.value)
+        out[str(block.key).lower()] = concatenate(value.strip(), out)
     return out
 
 
@@ -139,21 +245,46 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
     """Parse BibTeX text into records plus issues (malformed entries are reported, not fatal)."""
     result = ParsedFile(source, nbytes=len(text))
     library = bibtexparser.parse_string(text)
+    strings = _strings(library)
     entries: list[tuple[Entry, int]] = []
+    first_line: dict[str, int] = {}
     for block in library.blocks:
         if isinstance(block, Entry):
             entries.append((block, block.start_line))
+            first_line.setdefault(block.key.lower(), block.start_line + 1)
         elif isinstance(block, DuplicateBlockKeyBlock):
             dup = block.ignore_error_block
             if isinstance(dup, Entry):  # same key twice: keep it, dedup decides
                 entries.append((dup, block.start_line))
+                result.issues.append(
+                    ImportIssue(
+                        source,
+                        block.start_line + 1,
+                        f"citekey '{dup.key}' is used twice in this file (first at line "
+                        f"{first_line.get(dup.key.lower(), '?')}); this entry is kept and gets "
+                        "another key unless it is the same work",
+                        "warning",
+                    )
+                )
         elif isinstance(block, ParsingFailedBlock):
             result.issues.append(ImportIssue(source, block.start_line + 1, _failure_reason(block)))
             result.skipped["malformed"] = result.skipped.get("malformed", 0) + 1
     has_crossref = any(f.key.lower() == "crossref" for e, _ in entries for f in e.fields)
-    by_key = {e.key.lower(): _fields(e) for e, _ in entries} if has_crossref else {}
+    by_key = {e.key.lower(): _fields(e, strings) for e, _ in entries} if has_crossref else {}
     for entry, start in entries:
-        fields = _fields(entry)
+        entry, run_on = repair_missing_commas(entry)
+        if run_on:
+            names = ", ".join(f"'{n}'" for n in run_on)
+            result.issues.append(
+                ImportIssue(
+                    source,
+                    start + 1,
+                    f"entry '{entry.key}': missing comma before field {names}; read as if it "
+                    "were there",
+                    "warning",
+                )
+            )
+        fields = _fields(entry, strings)
         if is_acm_review(entry.entry_type, fields):
             result.skip("acm review record (@dataset 'Review ID')")
             continue

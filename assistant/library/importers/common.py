@@ -8,7 +8,7 @@ from pathlib import Path
 
 from assistant.errors import AssistantError
 from assistant.library.models import ImportIssue, Paper
-from assistant.textfile import BinaryFileError, decode_text
+from assistant.textfile import BinaryFileError, FileRefused, decode_text, read_file
 
 
 class ImportFileError(AssistantError):
@@ -64,15 +64,31 @@ def read_text(path: Path, issues: list[ImportIssue] | None = None) -> str:
     Raises ``ImportFileError`` for unreadable, empty or binary files.
     """
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ImportFileError(f"cannot read file: {exc.strerror or exc}") from exc
+        data = read_file(path)  # regular files only, size-capped: never a FIFO or /dev/zero
+    except FileRefused as exc:
+        raise ImportFileError(exc.reason) from exc
     if not data.strip():
         raise ImportFileError("empty file")
     try:
         text, fmt = decode_text(data)
     except BinaryFileError as exc:
         raise ImportFileError("binary file (not a text bibliography)") from exc
+    if fmt.encoding.startswith("utf-16") and not fmt.bom and issues is not None:
+        issues.append(
+            ImportIssue(str(path), 0, f"no byte-order mark; read as {fmt.encoding}", "warning")
+        )
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        if issues is not None:
+            issues.append(
+                ImportIssue(
+                    str(path),
+                    line,
+                    f"{text.count(chr(0))} NUL byte(s) removed (a damaged or padded file?)",
+                    "warning",
+                )
+            )
+        text = text.replace("\x00", "")
     if not fmt.is_utf and issues is not None:
         try:
             data.decode("utf-8")
@@ -96,5 +112,8 @@ def parse_text_file(path: str | Path, parse_text: Callable[[str, str], ParsedFil
     issues: list[ImportIssue] = []
     result = parse_text(read_text(path, issues), str(path))
     result.issues[:0] = issues
-    result.nbytes = path.stat().st_size
+    try:
+        result.nbytes = path.stat().st_size
+    except OSError:
+        pass
     return result

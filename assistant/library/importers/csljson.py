@@ -15,6 +15,7 @@ from assistant.library.normalize import (
     clean_text,
     clean_url,
     find_arxiv_id,
+    format_name,
     normalize_doi,
     parse_year,
     split_keywords,
@@ -50,13 +51,60 @@ _EXTRA = {
 }
 
 
-def _name(person: dict) -> str:
+def _name(person) -> str:
+    if isinstance(person, str | int | float):
+        return format_name(clean_text(str(person)))
+    if not isinstance(person, dict):
+        return ""
     if person.get("literal"):
-        return clean_text(person["literal"])
-    family = " ".join(p for p in (person.get("non-dropping-particle"), person.get("family")) if p)
-    given = person.get("given", "")
-    family, given = clean_text(family), clean_text(given)
+        return clean_text(str(person["literal"]))
+    family = " ".join(
+        str(p) for p in (person.get("non-dropping-particle"), person.get("family")) if p
+    )
+    given = person.get("given") or ""
+    family, given = clean_text(family), clean_text(str(given))
     return f"{family}, {given}" if given else family
+
+
+class _Fields:
+    """Reads an item's fields whatever JSON type they hold; an odd one (a list where a string
+    belongs, a number, an object) is read as text or ignored, with a warning naming the field."""
+
+    def __init__(self, item: dict):
+        self.item = item
+        self.notes: list[str] = []
+
+    def text(self, key: str, first: bool = False) -> str:
+        value = self.item.get(key)
+        if value is None or value == "":
+            return ""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            self.notes.append(f"field '{key}' is a boolean; ignored")
+            return ""
+        if isinstance(value, int | float):
+            return str(value)
+        if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+            if first:
+                self.notes.append(f"field '{key}' is a list; its first value is used")
+                return str(value[0]) if value else ""
+            self.notes.append(f"field '{key}' is a list; its values are joined")
+            return " ".join(str(v) for v in value)
+        self.notes.append(f"field '{key}' is a {type(value).__name__}, not text; ignored")
+        return ""
+
+    def names(self, key: str) -> list[str]:
+        value = self.item.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.notes.append(f"field '{key}' is not a list of names; read as one name")
+            value = [value]
+        names = [_name(p) for p in value]
+        if any(not n for n in names):
+            self.notes.append(f"field '{key}' has {names.count('')} unreadable name(s); skipped")
+        return [n for n in names if n]
 
 
 def raw_date(item: dict) -> str:
@@ -65,7 +113,14 @@ def raw_date(item: dict) -> str:
         date = item.get(key)
         if isinstance(date, dict):
             parts = date.get("date-parts") or [[]]
-            if parts and isinstance(parts[0], list) and parts[0] and parts[0][0]:
+            if (
+                isinstance(parts, list)
+                and parts
+                and isinstance(parts[0], list)
+                and parts[0]
+                and isinstance(parts[0][0], str | int)
+                and parts[0][0]
+            ):
                 return str(parts[0][0])
             if date.get("raw") or date.get("literal"):
                 return str(date.get("raw") or date.get("literal"))
@@ -78,30 +133,34 @@ def _year(item: dict) -> int | None:
     return parse_year(raw_date(item))
 
 
-def csl_to_paper(item: dict, raw: str, source: str) -> Paper:
-    """Map one CSL item to a ``Paper``."""
+def csl_to_paper(item: dict, raw: str, source: str, notes: list[str] | None = None) -> Paper:
+    """Map one CSL item to a ``Paper``; warnings about odd fields go to ``notes``."""
     if not isinstance(item, dict):
         raise ValueError(f"expected a JSON object, got {type(item).__name__}")
-    url = item.get("URL")
-    extra = {name: clean_text(str(item[key])) for key, name in _EXTRA.items() if item.get(key)}
-    keywords = item.get("keyword") or item.get("keywords") or ""
-    return Paper(
-        title=clean_text(str(item.get("title", ""))),
-        citekey=str(item.get("citation-key") or item.get("id") or "") or None,
-        entry_type=TYPES.get(str(item.get("type", "")), "misc"),
-        abstract=clean_text(str(item.get("abstract", ""))),
-        authors=[_name(a) for a in item.get("author", []) if isinstance(a, dict)],
+    f = _Fields(item)
+    url = f.text("URL", first=True)
+    extra = {name: clean_text(f.text(key)) for key, name in _EXTRA.items() if item.get(key)}
+    keywords = f.text("keyword") or f.text("keywords")
+    number = f.text("number")
+    paper = Paper(
+        title=clean_text(f.text("title")),
+        citekey=(f.text("citation-key") or f.text("id")).strip() or None,
+        entry_type=TYPES.get(f.text("type"), "misc"),
+        abstract=clean_text(f.text("abstract")),
+        authors=f.names("author"),
         year=_year(item),
-        venue=clean_text(str(item.get("container-title") or item.get("event") or "")),
-        doi=normalize_doi(item.get("DOI"))
-        or (normalize_doi(url) if url and "doi.org" in url else None),
-        arxiv_id=find_arxiv_id(url, item.get("number")),
+        venue=clean_text(f.text("container-title") or f.text("event")),
+        doi=normalize_doi(f.text("DOI")) or (normalize_doi(url) if "doi.org" in url else None),
+        arxiv_id=find_arxiv_id(url, number),
         keywords=split_keywords(keywords),
         url=clean_url(url),
         source_file=source,
         original_text=raw,
-        extra=extra,
+        extra={k: v for k, v in extra.items() if v},
     )
+    if notes is not None:
+        notes.extend(f.notes)
+    return paper
 
 
 def _iter_items(text: str, source: str):
@@ -136,23 +195,30 @@ def _iter_items(text: str, source: str):
         pos = end
 
 
+def _label(item) -> str:
+    ident = item.get("id", "?") if isinstance(item, dict) else "?"
+    return f"item '{str(ident)[:60]}'"
+
+
 def parse_csljson_text(text: str, source: str) -> ParsedFile:
     result = ParsedFile(source, nbytes=len(text))
     try:
         for line, raw, item in _iter_items(text, source):
+            notes: list[str] = []
             try:
-                paper = csl_to_paper(item, raw, source)
-            except (ValueError, TypeError, AttributeError) as exc:
+                paper = csl_to_paper(item, raw, source, notes)
+            except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
                 result.issues.append(ImportIssue(source, line, f"malformed CSL item: {exc}"))
                 result.skip("malformed")
                 continue
+            label = _label(item)
+            for note in notes:
+                result.issues.append(ImportIssue(source, line, f"{label}: {note}", "warning"))
             if not paper.title:
-                result.issues.append(
-                    ImportIssue(source, line, f"item '{item.get('id', '?')}' has no title; skipped")
-                )
+                result.issues.append(ImportIssue(source, line, f"{label} has no title; skipped"))
                 result.skip("no title")
                 continue
-            result.add(paper, line, "csljson", raw_date(item), f"item '{item.get('id', '?')}'")
+            result.add(paper, line, "csljson", raw_date(item), label)
     except json.JSONDecodeError as exc:
         result.issues.append(
             ImportIssue(
@@ -160,6 +226,11 @@ def parse_csljson_text(text: str, source: str) -> ParsedFile:
                 exc.lineno,
                 f"invalid JSON: {exc.msg} (column {exc.colno}); the rest of the file was not read",
             )
+        )
+        result.skip("malformed")
+    except RecursionError:
+        result.issues.append(
+            ImportIssue(source, 0, "JSON nested too deeply to be a CSL item; the rest was not read")
         )
         result.skip("malformed")
     return result

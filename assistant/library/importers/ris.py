@@ -64,6 +64,7 @@ def _split_records(text: str, source: str, result: ParsedFile) -> list[tuple[int
                         "warning",
                     )
                 )
+                current.append("ER  - ")  # close it as the writer meant to
                 records.append((start, current))
             current, start = [line], lineno
         elif current is None:
@@ -172,7 +173,12 @@ def parse_ris_text(text: str, source: str) -> ParsedFile:
             result.issues.append(ImportIssue(source, start, "malformed RIS record"))
             result.skip("malformed")
             continue
-        paper = ris_to_paper(entries[0], raw, source)
+        try:
+            paper = ris_to_paper(entries[0], raw, source)
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            result.issues.append(ImportIssue(source, start, f"malformed RIS record: {exc}"))
+            result.skip("malformed")
+            continue
         if not paper.title:
             result.issues.append(ImportIssue(source, start, "record has no title (TI/T1); skipped"))
             result.skip("no title")

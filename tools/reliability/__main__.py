@@ -1,0 +1,5 @@
+import sys
+
+from tools.reliability.runner import main
+
+sys.exit(main())

@@ -90,13 +90,15 @@ def test_positions_count_utf16_units_and_crlf():
 
 
 def test_bib_names_and_locations(tmp_path):
-    tex = "\\bibliography{refs, ../shared/all}\n% \\addbibresource{old.bib}\n"
+    tex = "\\bibliography{refs, ../shared/all, ../nowhere}\n% \\addbibresource{old.bib}\n"
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "all.bib").write_text("")
     doc = _doc(tmp_path / "paper" / "main.tex", tex, backend.LATEX)
     paths = bibfiles.bib_paths(doc)
     assert paths == [
-        (tmp_path / "paper" / "refs.bib").resolve(),
-        (tmp_path / "shared" / "all.bib").resolve(),  # named by the document: allowed
-    ]
+        (tmp_path / "paper" / "refs.bib").resolve(),  # may be created: inside the folder
+        (tmp_path / "shared" / "all.bib").resolve(),  # named and existing: used where it is
+    ]  # ../nowhere.bib: would be created outside the manuscript's folder
     md = "---\ntitle: T\nbibliography:\n  - a.bib\n  - 'b.bib'\n---\ntext"
     assert textops.bib_names(md, textops.MARKDOWN) == ["a.bib", "b.bib"]
     # nothing named: the one .bib next to the manuscript, never one elsewhere
@@ -253,3 +255,30 @@ def test_the_server_never_imports_qt():
         "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_only_the_backend_reaches_the_core():
+    """assistant/lsp talks to the product through backend.py (the service + the documents
+    layer's grammar); the other modules import only each other, errors and the CLI wiring."""
+    import ast
+
+    allowed = {"assistant", "assistant.errors", "assistant.cli"}
+    bad = []
+    for path in sorted((Path(backend.__file__).parent).glob("*.py")):
+        if path.name == "backend.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad += [
+                f"{path.name}: {n}"
+                for n in names
+                if n.split(".")[0] == "assistant"
+                and not n.startswith("assistant.lsp")
+                and n not in allowed
+            ]
+    assert not bad, bad

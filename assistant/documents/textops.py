@@ -451,11 +451,20 @@ def bib_names(text: str, style: str) -> list[str]:
 
 
 def bib_files_from_manuscript(text: str, path: Path | None, style: str) -> list[Path]:
-    """The .bib files a manuscript names, resolved against its folder (names may leave it)."""
+    """The .bib files a manuscript names, resolved against its folder.
+
+    A manuscript may name an existing .bib anywhere (``../shared.bib``), but a name that would
+    make the program create a file outside its own folder (``\\bibliography{/etc/x}``) is left out.
+    """
     if path is None:
         return []
-    folder = Path(path).parent
-    return [(folder / Path(name).expanduser()).resolve() for name in bib_names(text, style)]
+    folder = Path(path).parent.resolve()
+    out = []
+    for name in bib_names(text, style):
+        bib = (folder / Path(name).expanduser()).resolve()
+        if bib.is_file() or bib.is_relative_to(folder):
+            out.append(bib)
+    return out
 
 
 def bib_from_manuscript(text: str, path: Path | None, style: str) -> Path | None:

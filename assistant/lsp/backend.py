@@ -21,8 +21,7 @@ from pathlib import Path
 
 from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
-from assistant.errors import AssistantError
-from assistant.service import Cancelled
+from assistant.service import AssistantError, Cancelled
 from assistant.service import textops as _textops
 
 log = logging.getLogger(__name__)

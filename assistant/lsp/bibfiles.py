@@ -2,9 +2,9 @@
 edit that adds an entry.
 
 Where entries go: the files the manuscript names (``\\bibliography{a,b}``,
-``\\addbibresource{refs.bib}``, YAML ``bibliography:``), resolved against its folder; a named file
-may be anywhere, because the author named it. When none is named, the only ``.bib`` file in the
-manuscript's own folder, if there is exactly one; otherwise none (nothing is created).
+``\\addbibresource{refs.bib}``, YAML ``bibliography:``), resolved against its folder; a named
+file outside that folder is used when it exists, never created. When none is named, the only
+``.bib`` file in the manuscript's own folder, if there is exactly one; otherwise none.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -100,7 +101,11 @@ class PaperEditor(QWidget):
         buttons.addWidget(self.discard_button)
         buttons.addWidget(self.save_button)
         form.addRow(buttons)
-        tabs.addTab(form_page, "Details")
+        # the form scrolls: its fields never set the window's minimum height (1024x700, scale 1.5)
+        form_scroll = QScrollArea()
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setWidget(form_page)
+        tabs.addTab(form_scroll, "Details")
 
         history_page = QWidget()
         hl = QVBoxLayout(history_page)

@@ -1,4 +1,5 @@
-"""Shared helpers for the retrieval tests: a real encoder and small real ACM-DL libraries."""
+"""Shared helpers for the retrieval tests: a real encoder, the bundled sample library (indexed once
+per session; runs on a clean clone) and small real ACM-DL libraries (need ../shared)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from assistant.library.models import Paper
+from assistant.config import RESOURCES_DIR
+from assistant.library.models import Citation, Paper
 from assistant.library.store import Library
+
+SAMPLE_BIB = RESOURCES_DIR / "sample" / "library.bib"
+SAMPLE_DRAFT = RESOURCES_DIR / "sample" / "draft.tex"
+#: The sample paper used as "the manuscript being written" and two papers it cites (real edges).
+SAMPLE_MANUSCRIPT = "ai2018unbiasedb"
+SAMPLE_MANUSCRIPT_CITES = ("wang2018position", "joachims2017unbiased")
 
 CHIIR_DEV = ("chiir-2020", "3343413.3378010")  # cites two CHIIR 2019 papers
 
@@ -70,7 +78,6 @@ def make_library(path: Path, bib: Path, limit: int | None = None) -> Library:
 def add_dev_paper(library: Library, acm_dev_dir: Path) -> tuple[int, list[int]]:
     """Add the CHIIR 2020 dev paper (title/abstract/DOI from its XML) and its citation edges."""
     from assistant.evaluation.acm_cr_data import normalise_doi, read_citing_paper
-    from assistant.library.models import Citation
 
     xml = acm_dev_dir / CHIIR_DEV[0] / f"{CHIIR_DEV[1]}.xml"
     if not xml.exists():
@@ -113,4 +120,42 @@ def chiir_library(tmp_path_factory, acm_dl_sample_files, acm_dev_dir):
     manuscript, cited = add_dev_paper(lib, acm_dev_dir)
     build_index(lib, encoder)
     yield SimpleNamespace(lib=lib, encoder=encoder, manuscript=manuscript, cited=cited)
+    lib.close()
+
+
+def draft_citing_sentences() -> list[tuple[str, list[str]]]:
+    """The sample draft's sentences that carry ``\\cite{}`` and their keys (the draft's answer key)."""
+    from assistant.documents.sentences import sentences
+    from assistant.documents.textops import LATEX, citation_spans
+
+    text = SAMPLE_DRAFT.read_text(encoding="utf-8")
+    body = text.split("\\begin{document}", 1)[-1]
+    out = []
+    for sent in sentences(body):
+        keys = [k for span in citation_spans(sent, LATEX) for k in span.keys]
+        if keys:
+            out.append((" ".join(sent.split()), keys))
+    return out
+
+
+@pytest.fixture(scope="session")
+def sample_library(tmp_path_factory):
+    """The bundled sample library (resources/sample/library.bib), indexed once per session; one of
+    its papers plays the manuscript and cites two others through real citation rows."""
+    from types import SimpleNamespace
+
+    from assistant.retrieval.index import build_index
+
+    encoder = load_test_encoder(tmp_path_factory)
+    lib = make_library(tmp_path_factory.mktemp("sample-lib") / "lib.sqlite", SAMPLE_BIB)
+    manuscript = lib.get_by_citekey(SAMPLE_MANUSCRIPT)
+    cited = [lib.get_by_citekey(k) for k in SAMPLE_MANUSCRIPT_CITES]
+    assert manuscript and all(cited), "the sample library lost the papers these tests use"
+    with lib.transaction():
+        for paper in cited:
+            lib.add_citation(Citation(citing_id=manuscript.id, cited_id=paper.id))
+    build_index(lib, encoder)
+    yield SimpleNamespace(
+        lib=lib, encoder=encoder, manuscript=manuscript.id, cited=[p.id for p in cited]
+    )
     lib.close()

@@ -1,4 +1,5 @@
-"""The recommendation pipeline on a real ACM-DL file (CHIIR 2019) plus one ACM-CR dev paper."""
+"""The recommendation pipeline on the bundled sample library (runs on a clean clone): relevance on
+the sample draft's own citations, exclusions, year filter, stage toggles, cancellation, CLI."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
-from retrieval_helpers import chiir_library  # noqa: F401 - session fixture
+from retrieval_helpers import (  # noqa: F401 - session fixture
+    draft_citing_sentences,
+    sample_library,
+)
 
 from assistant.library.store import Library
 from assistant.retrieval.pipeline import (
@@ -19,17 +23,29 @@ from assistant.retrieval.pipeline import (
 from assistant.retrieval.query import Query
 from assistant.retrieval.searcher import IndexMissingError
 
+#: A sentence of the sample draft (resources/sample/draft.tex), its citation marker stripped.
 CONTEXT = (
-    "Research on mobile information retrieval is aimed at enabling users to carry out all the classical "
-    "IR operations on a mobile device [8]."
+    "Unbiased propensity estimation and ranker training can also be learned jointly from the "
+    "same clicks."
 )
 
 
 @pytest.fixture(scope="module")
-def setup(chiir_library):
-    c = chiir_library
+def setup(sample_library):
+    c = sample_library
     rec = Recommender(c.lib, PipelineConfig(use_intent=False), encoder=c.encoder)
     return c.lib, rec, c.manuscript, c.cited
+
+
+def test_the_drafts_own_citations_rank_in_the_top_5(setup):
+    """Each sentence of the sample draft that cites a paper finds that paper in its top 5."""
+    lib, rec, _, _ = setup
+    cases = draft_citing_sentences()
+    assert len(cases) >= 2
+    for sentence, keys in cases:
+        top = [it.paper.citekey for it in rec.recommend(Query(sentence, mode="local")).items[:5]]
+        assert set(keys) <= set(top), (sentence, keys, top)
+        assert all(lib.get_by_citekey(k) for k in keys)
 
 
 def test_recommend_carries_ids_scores_and_ranks(setup):
@@ -51,28 +67,35 @@ def test_recommend_carries_ids_scores_and_ranks(setup):
 
 def test_exclusions_and_year_filter(setup):
     lib, rec, manuscript, cited = setup
-    assert cited, "the dev paper should cite CHIIR 2019 papers"
     manuscript_paper = lib.get(manuscript)
     query = Query(manuscript_paper.title + ". " + CONTEXT, mode="local", manuscript_id=manuscript)
-    config = replace(rec.config, k=80, filter_by_year=False)
-    ids = {it.paper.id for it in rec.recommend(query, config).items}
-    assert manuscript not in ids and not (set(cited) & ids)
+    config = replace(rec.config, k=20, filter_by_year=False)
+    assert lib.count() > 2 * config.k  # the cut to k does not hide what the filters remove
     ids_all = {
         it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items
     }
     assert manuscript in ids_all and set(cited) <= ids_all
-    dated = replace(query, year=2019)
+    ids = {it.paper.id for it in rec.recommend(query, config).items}
+    assert len(ids) == 20 and manuscript not in ids and not (set(cited) & ids)
+    undated = {it.paper.year for it in rec.recommend(query, config).items}
+    assert max(undated) > 2017  # so the year filter below has something to remove
+    dated = replace(query, year=2017)
     years = {
         it.paper.year
         for it in rec.recommend(
             dated, replace(config, exclude_cited=False, filter_by_year=True)
         ).items
     }
-    assert years and max(years) <= 2019
-    assert {
+    assert years and max(years) <= 2017
+    plain = [it.paper.id for it in rec.recommend(Query(CONTEXT), config).items]
+    assert manuscript in plain[:3]
+    excluded = {
         it.paper.id
-        for it in rec.recommend(Query(CONTEXT), replace(config, exclude_ids=cited)).items
-    }.isdisjoint(cited)
+        for it in rec.recommend(
+            Query(CONTEXT), replace(config, exclude_ids=[manuscript, *cited])
+        ).items
+    }
+    assert len(excluded) == 20 and excluded.isdisjoint([manuscript, *cited])
 
 
 def test_a_manuscript_already_in_the_library_is_recognised_by_its_title(setup):
@@ -80,7 +103,7 @@ def test_a_manuscript_already_in_the_library_is_recognised_by_its_title(setup):
     even when the caller does not know its id: the title (and year) identify it."""
     lib, rec, manuscript, _ = setup
     paper = lib.get(manuscript)
-    config = replace(rec.config, k=80, filter_by_year=False)
+    config = replace(rec.config, k=10, filter_by_year=False)
     query = Query(
         paper.title + ". " + CONTEXT,
         mode="local",
@@ -91,8 +114,10 @@ def test_a_manuscript_already_in_the_library_is_recognised_by_its_title(setup):
         it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items
     }
     assert manuscript not in {it.paper.id for it in rec.recommend(query, config).items}
-    assert lib.same_work_ids(paper.title.upper() + "!", year=2020) == [manuscript]
-    assert lib.same_work_ids(paper.title, year=2015) == []  # same title, years apart: another work
+    assert lib.same_work_ids(paper.title.upper() + "!", year=paper.year) == [manuscript]
+    assert (
+        lib.same_work_ids(paper.title, year=paper.year - 6) == []
+    )  # same title, years apart: another work
     assert lib.same_work_ids("Preface", year=None) == []  # too short to identify a work
     assert lib.same_work_ids("no such title at all", doi=paper.doi) == [manuscript]
 

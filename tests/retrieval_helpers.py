@@ -107,7 +107,10 @@ def add_dev_paper(library: Library, acm_dev_dir: Path) -> tuple[int, list[int]]:
 
 @pytest.fixture(scope="session")
 def chiir_library(tmp_path_factory, acm_dl_sample_files, acm_dev_dir):
-    """CHIIR 2019 (real ACM-DL records) + the CHIIR 2020 dev paper citing two of them, indexed once."""
+    """CHIIR 2019 (real ACM-DL records) + the CHIIR 2020 dev paper citing two of them, indexed once.
+
+    For the ACM-CR evaluation tests only (skips without ../shared); the core pipeline tests use
+    ``sample_library``."""
     from types import SimpleNamespace
 
     from assistant.retrieval.index import build_index

@@ -1,4 +1,5 @@
-"""Indexing on a small real ACM-DL library: incremental add/update/remove, resume, model change."""
+"""Indexing on ten real records of the bundled sample library (runs on a clean clone): incremental
+add/update/remove, resume, model change, empty library, index kinds, embedding budget."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from retrieval_helpers import CountingEncoder, load_test_encoder, make_library, sample_file
+from retrieval_helpers import SAMPLE_BIB, CountingEncoder, load_test_encoder, make_library
 
 from assistant.config import index_dir_for
 from assistant.library.models import Paper
@@ -24,10 +25,8 @@ def encoder(tmp_path_factory):
 
 
 @pytest.fixture
-def tiny(tmp_path, acm_dl_sample_files):
-    lib = make_library(
-        tmp_path / "tiny.sqlite", sample_file(acm_dl_sample_files, "ictir-2019"), limit=10
-    )
+def tiny(tmp_path):
+    lib = make_library(tmp_path / "tiny.sqlite", SAMPLE_BIB, limit=10)
     yield lib
     lib.close()
 

@@ -82,23 +82,30 @@ def test_default_encoder_is_built_offline_with_manifest(encoder, isolated_home):
     assert encoder.fingerprint.startswith("minilm:int8:")
 
 
-def test_exported_graph_uses_fused_attention_without_nan_guards(encoder):
-    """The export must reach onnxruntime's fused Attention op (the int8 speed depends on it)."""
+def test_exported_graph_is_fused_and_matches_the_export_on_sample_abstracts(
+    encoder, encoder_fp32, torch_minilm
+):
+    """The export reaches onnxruntime's fused attention (the int8 speed depends on it), has its NaN
+    guards stripped, and the fused graphs still give the PyTorch model's embeddings. Which and how
+    many ops fuse depends on the onnxruntime version, so only their presence is checked."""
     import onnx
 
+    from assistant.config import RESOURCES_DIR
+    from assistant.library.importers.bibtex import parse_bibtex_file
+
     manifest = json.loads((encoder.manifest.path / "manifest.json").read_text())
-    assert manifest["fused_ops"].get("Attention") == 6  # one per MiniLM layer
+    assert any("Attention" in op and n > 0 for op, n in manifest["fused_ops"].items())
     ops = {
         node.op_type
         for node in onnx.load(str(encoder.manifest.path / "model.int8.onnx")).graph.node
     }
-    assert "QAttention" in ops and "IsNaN" not in ops and "Softmax" not in ops
-    # onnxruntime's CPU SkipLayerNormalization is ~5x slower than Add + LayerNormalization
-    assert (
-        "SkipLayerNormalization" not in ops
-        and manifest["fused_ops"].get("LayerNormalization") == 12
-    )
-    assert manifest["fused_ops"].get("FastGelu") == 6  # within 1e-3 of the export, so kept
+    assert "IsNaN" not in ops and any("Attention" in op for op in ops)
+    records = parse_bibtex_file(RESOURCES_DIR / "sample" / "library.bib").records
+    texts = [r.paper.encoder_text() for r in records if r.paper.abstract][:16]
+    assert len(texts) == 16
+    fp32, int8 = _parity(encoder, encoder_fp32, torch_minilm, texts)
+    assert fp32.min() >= 0.9999
+    assert int8.mean() >= 0.99 and int8.min() >= 0.98
 
 
 def test_cpu_sessions_do_not_refuse_skip_layernorm(encoder, tmp_path):

@@ -11,18 +11,22 @@ portable installs never touch the user's real data directory:
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
 import platformdirs
 
 APP_NAME = "cite-assist"
 
-#: Repository root (the package is installed editable from a checkout).
-REPO_ROOT = Path(__file__).resolve().parent.parent
-#: Models we train and ship with the source tree (``models/<name>/``).
-SHIPPED_MODELS_DIR = Path(os.environ.get("ASSISTANT_SHIPPED_MODELS", REPO_ROOT / "models"))
-#: Icons, styles, the bundled sample library and draft.
-RESOURCES_DIR = REPO_ROOT / "resources"
+#: The installed package's own folder (package data lives under it; works for editable and
+#: non-editable installs alike).
+PACKAGE_DIR = Path(str(files("assistant")))
+#: Repository root of a source checkout (developer tools only; the product never reads it).
+REPO_ROOT = PACKAGE_DIR.parent
+#: Models we train and ship as package data (``assistant/models/<name>/``).
+SHIPPED_MODELS_DIR = Path(os.environ.get("ASSISTANT_SHIPPED_MODELS", PACKAGE_DIR / "models"))
+#: Icons, styles, the bundled sample library and draft (``assistant/resources/``).
+RESOURCES_DIR = PACKAGE_DIR / "resources"
 
 
 def data_dir() -> Path:

@@ -143,7 +143,7 @@ def draft_citing_sentences() -> list[tuple[str, list[str]]]:
 
 @pytest.fixture(scope="session")
 def sample_library(tmp_path_factory):
-    """The bundled sample library (resources/sample/library.bib), indexed once per session; one of
+    """The bundled sample library (assistant/resources/sample/library.bib), indexed once per session; one of
     its papers plays the manuscript and cites two others through real citation rows."""
     from types import SimpleNamespace
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from retrieval_helpers import CHIIR_DEV, chiir_library  # noqa: F401 - session fixture
@@ -186,3 +188,32 @@ def test_cli_fusion_overrides_reach_the_pipeline(setup, tmp_path):
         main, ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--dense-weight", "1.5"]
     )
     assert bad.exit_code == 2 and "--dense-weight" in bad.output
+
+
+def test_product_variant_reads_authors_from_the_pdf_and_ranks(setup, tmp_path, acm_dev_dir):
+    """The product variant takes the citing paper's authors/year from its PDF (documents layer);
+    with a ranker the ``ranked`` stage appears, and ``collect`` gets one feature row per query."""
+    from assistant.retrieval.ranker import FEATURES, LearnedRanker
+
+    papers, lib, rec = setup
+    shutil.copy(
+        acm_dev_dir / CHIIR_DEV[0] / f"{CHIIR_DEV[1]}.pdf",
+        papers / CHIIR_DEV[0] / f"{CHIIR_DEV[1]}.pdf",
+    )
+    n = len(FEATURES)
+    coef = [1.0 if f == "fused" else 0.0 for f in FEATURES]
+    ranker = LearnedRanker(FEATURES, *(np.zeros(n), np.ones(n), np.array(coef)))
+    folder = ranker.save(tmp_path / "ranker").parent
+    rows: list[dict] = []
+    config = replace(rec.config, ranker=str(folder))
+    result = evaluate_acm_cr(
+        papers, lib, config, recommender=rec, variants=("product",), collect=rows
+    )
+    stages = result["levels"]["sentence"]["product"]
+    assert stages["ranked"]["R@10"] == pytest.approx(stages["fused"]["R@10"])  # fused weight only
+    assert rows and rows[0]["x"].shape[1] == n and rows[0]["group"].startswith(CHIIR_DEV[0])
+    paper = load_collection(papers)[0]
+    from assistant.evaluation.acm_cr_data import read_pdf_meta
+
+    read_pdf_meta([paper])
+    assert paper.authors[:2] == ["Davari, Masoud", "Hienert, Daniel"]  # the PDF header

@@ -13,7 +13,7 @@ from assistant.gui import sample
 
 pytestmark = pytest.mark.skipif(
     not sample.SAMPLE_BIB.is_file() or not sample.SAMPLE_DRAFT.is_file(),
-    reason="resources/sample/library.bib or draft.tex not in the checkout",
+    reason="assistant/resources/sample/library.bib or draft.tex not in the checkout",
 )
 
 DEMO_TIMEOUT_S = 600

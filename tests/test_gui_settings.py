@@ -75,3 +75,21 @@ def test_a_library_path_that_is_not_a_library_shows_an_error(qtbot, tmp_path):
         and "not a Cite-Assist library" in win.last_error_dialog.text()
     )
     assert win.library_panel.library is None and notes.read_text() == "my notes\n"
+
+
+def test_my_names_and_ranker_reach_the_service(qtbot):
+    """Settings → "My names" become the query authors of the service (the author signals)."""
+    from assistant.gui.main_window import MainWindow
+
+    dialog = SettingsDialog(AppSettings())
+    qtbot.addWidget(dialog)
+    dialog.names_edit.setText("Lin, Jimmy; Nogueira, Rodrigo ")
+    dialog.ranker_edit.setCurrentText("off")
+    out = dialog.result_settings()
+    save_settings(out)
+    assert load_settings().my_names == "Lin, Jimmy; Nogueira, Rodrigo"
+    win = MainWindow(out)
+    win.quiet_close = True
+    qtbot.addWidget(win)
+    engine = win._engine_settings()
+    assert engine.authors == ("Lin, Jimmy", "Nogueira, Rodrigo") and engine.ranker == "off"

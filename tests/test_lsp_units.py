@@ -152,7 +152,7 @@ def _key(key: str, title: str = "T") -> backend.KeyEntry:
 
 def _suggestion(key: str) -> backend.Suggestion:
     return backend.Suggestion(
-        key, 1, f"Title {key}", ("Lee, Bo",), 2019, "", None, 1.0, "method", 0.8
+        key, 1, f"Title {key}", ("Lee, Bo",), 2019, "", None, 1.0, "method", 0.8, "method 80%"
     )
 
 
@@ -167,7 +167,9 @@ def test_completion_order_keys_then_recommendations(tmp_path):
     labels = [i.label for i in sorted(result.items, key=lambda i: i.sort_text)]
     assert labels == ["alpha2019", "Alpine2020", "zeta2020", "alpine2020x"]
     rec = next(i for i in result.items if i.label == "zeta2020")
-    assert "method 0.80" in rec.detail and "recommended #1" in rec.detail
+    assert (
+        "method 80%" in rec.detail
+    )  # the service's chip text, as the GUI shows it and "recommended #1" in rec.detail
     assert rec.filter_text.startswith("al")  # stays visible while "al" is typed
     # nothing typed yet: recommendations first
     text, offset = _cursor("see \\cite{|}")
@@ -176,7 +178,7 @@ def test_completion_order_keys_then_recommendations(tmp_path):
     result = completion.build_list(doc, slot, keys, recs, empty, False, label_details=True)
     labels = [i.label for i in sorted(result.items, key=lambda i: i.sort_text)]
     assert labels[:2] == ["zeta2020", "alpine2020x"] and "alpha2019" in labels[2:]
-    assert result.items[0].label_details.description == "2019 · method"
+    assert result.items[0].label_details.description == "2019 · method 80%"
 
 
 def test_completion_uses_the_bib_key_of_the_same_paper(tmp_path):

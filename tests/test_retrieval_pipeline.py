@@ -23,7 +23,7 @@ from assistant.retrieval.pipeline import (
 from assistant.retrieval.query import Query
 from assistant.retrieval.searcher import IndexMissingError
 
-#: A sentence of the sample draft (resources/sample/draft.tex), its citation marker stripped.
+#: A sentence of the sample draft (assistant/resources/sample/draft.tex), its citation marker stripped.
 CONTEXT = (
     "Unbiased propensity estimation and ranker training can also be learned jointly from the "
     "same clicks."

@@ -8,7 +8,7 @@
 #
 # Everything goes to $INTENT_DATA (default /work/data/intent): checkpoints (last.pt every 25/50
 # steps, loaded with weights_only=True), logs (teacher.log, student_distill.log), the student's
-# int8 ONNX folder. The shipped models/intent-minilm/ is never touched: compare the student's
+# int8 ONNX folder. The shipped assistant/models/intent-minilm/ is never touched: compare the student's
 # `assistant eval scicite` figure with the shipped one and copy it over only when it is better.
 # Needs the all-mpnet-base-v2 weights (`make mpnet`); they are extracted once to $INTENT_DATA.
 set -eu

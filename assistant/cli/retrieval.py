@@ -152,6 +152,13 @@ def index(
 )
 @click.option("--title", default=None, help="The manuscript's title (enhances the query).")
 @click.option("--abstract", default=None, help="The manuscript's abstract (enhances the query).")
+@click.option(
+    "--author",
+    "authors",
+    multiple=True,
+    help="An author of the manuscript ('Last, First'; repeat): a bibliographic signal of the ranker.",
+)
+@click.option("--year", type=int, default=None, help="The manuscript's year (recency signal).")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Number of recommendations.")
 @click.option(
     "--candidates",
@@ -165,6 +172,12 @@ def index(
     default="auto",
     show_default=True,
     help="Cross-encoder folder or name; 'auto' = the shipped one if it is enabled by default, 'none' = off.",
+)
+@click.option(
+    "--ranker",
+    default="auto",
+    show_default=True,
+    help="Learned ranker folder; 'auto' = the shipped one, 'off' = the fused order.",
 )
 @click.option(
     "--fusion",
@@ -204,9 +217,12 @@ def recommend(
     mode,
     title,
     abstract,
+    authors,
+    year,
     k,
     candidates,
     reranker,
+    ranker,
     fusion,
     no_dense,
     no_bm25,
@@ -229,10 +245,10 @@ def recommend(
     if preference and no_intent:
         raise click.UsageError("--need ranks by intent: it cannot be combined with --no-intent")
     try:
-        query = query_for_text(text, mode, title, abstract)
+        query = query_for_text(text, mode, title, abstract, authors, year)
     except EmptyQueryError as exc:
         raise click.UsageError(str(exc)) from exc
-    service = _service(ctx, db, reranker=reranker, use_intent=not no_intent)
+    service = _service(ctx, db, reranker=reranker, ranker=ranker, use_intent=not no_intent)
     try:
         overrides = {"fusion": fusion} if fusion else {}
         config = service.default_config(
@@ -262,10 +278,13 @@ def recommend(
         return
     need_note = f", ranked for a {preference} citation" if preference else ""
     click.echo(f"mode: {result.mode}{need_note}   ({result.timings_ms.get('total', 0):.0f} ms)")
-    for rank, item in enumerate(result.items, start=1):
+    from assistant.service import intent_chips
+
+    chips = intent_chips(result.items)
+    for rank, (item, chip) in enumerate(zip(result.items, chips), start=1):
         p = item.paper
         authors = p.first_author_lastname + (" et al." if len(p.authors) > 1 else "")
-        intent = f"  [{item.intent}]" if item.intent else ""
+        intent = f"  [{chip.text}]" if item.intent else ""
         click.echo(
             f"{rank:>3}. {p.citekey or p.id}  {p.title} ({authors}, {p.year or 'n.d.'})  score {item.score:.3f}{intent}"
         )
@@ -278,8 +297,11 @@ def recommend(
 
 def result_to_dict(result, bibtex: bool = False) -> dict:
     """JSON-friendly view of a RecommendationResult (with each paper's BibTeX entry when ``bibtex``)."""
+    from assistant.service import intent_chips
+
     if bibtex:
         from assistant.service import paper_bibtex as paper_to_bibtex
+    chips = intent_chips(result.items)
     return {
         "query": result.query.display_text(),
         "mode": result.mode,
@@ -301,8 +323,9 @@ def result_to_dict(result, bibtex: bool = False) -> dict:
                 "intent_probs": it.intent_probs,
                 "intent_uncertain": it.intent_uncertain,
                 "intent_evidence": it.intent_evidence,
+                "intent_chip": chip.text if it.intent else None,
                 **({"bibtex": paper_to_bibtex(it.paper)} if bibtex else {}),
             }
-            for rank, it in enumerate(result.items, start=1)
+            for rank, (it, chip) in enumerate(zip(result.items, chips), start=1)
         ],
     }

@@ -8,7 +8,7 @@ Two scorers with the same interface ``score(texts) -> list[(probability, reasons
 - :class:`LearnedScorer` — logistic regression over word n-gram TF-IDF + the cue features,
   trained on sentences of imported papers (sentences with markers are positives, with the
   markers stripped). ``assistant manuscript train-scorer DIR`` trains it and reports
-  leave-one-paper-out figures; the model is a small JSON file (``models/citeworthiness.json``).
+  leave-one-paper-out figures; the model is a small JSON file (``assistant/models/citeworthiness.json``).
 """
 
 from __future__ import annotations

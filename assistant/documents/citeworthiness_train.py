@@ -5,7 +5,7 @@ negatives. Evaluation is leave-one-paper-out (no sentence of a test paper is see
 training), reporting ROC-AUC, and precision/recall/F1 at the 0.5 threshold, for the learned
 model and for the cue scorer. Run::
 
-    python -m assistant.documents.citeworthiness_train ../shared/data/acm-cr/dev --out models/citeworthiness.json
+    python -m assistant.documents.citeworthiness_train ../shared/data/acm-cr/dev --out assistant/models/citeworthiness.json
 """
 
 from __future__ import annotations

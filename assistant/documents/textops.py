@@ -430,6 +430,38 @@ def manuscript_meta(text: str, style: str) -> tuple[str, str]:
     return title, abstract
 
 
+_TEX_AUTHOR_RE = re.compile(r"\\author\s*(?:\[[^\]]*\])?\s*\{")
+_TEX_NOISE_RE = re.compile(
+    r"\\(?:thanks|inst|footnote|orcid|email|affiliation)\s*\{[^{}]*\}|\$[^$]*\$"
+)
+
+
+def manuscript_authors(text: str, style: str) -> list[str]:
+    """The manuscript's authors as written: every LaTeX ``\\author{A \\and B}`` (acmart's one
+    ``\\author`` per person too; affiliation lines after ``\\\\`` dropped) or the Markdown YAML
+    ``author:`` (a name, a list, or ``- name: X`` items)."""
+    from pylatexenc.latex2text import LatexNodes2Text
+
+    names: list[str] = []
+    if style == LATEX:
+        for m in _TEX_AUTHOR_RE.finditer(text):
+            depth, i = 1, m.end()
+            while i < len(text) and depth:
+                depth += {"{": 1, "}": -1}.get(text[i], 0)
+                i += 1
+            body = _TEX_NOISE_RE.sub("", text[m.end() : i - 1])
+            for part in re.split(r"\\and\b|\band\b|,|;", body):
+                part = re.split(r"\\\\", part)[0]
+                part = " ".join(LatexNodes2Text().latex_to_text(part).split())
+                if part and len(part.split()) <= 5:
+                    names.append(part)
+    elif style == MARKDOWN:
+        for value in _yaml_values(_front_matter(text), "author"):
+            value = re.sub(r"^name:\s*", "", value).strip("\"' ")
+            names.extend(n.strip() for n in re.split(r"\band\b|;", value) if n.strip())
+    return list(dict.fromkeys(names))
+
+
 def bib_names(text: str, style: str) -> list[str]:
     """Every bibliography file a manuscript names, as written (``\\bibliography{a,b}``,
     ``\\addbibresource{refs.bib}``, YAML ``bibliography: refs.bib`` or a list), ``.bib`` added."""

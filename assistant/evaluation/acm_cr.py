@@ -5,9 +5,13 @@ Candidates = the library's @article/@inproceedings records with a DOI, minus the
 ``<s>``; markers are removed; relevant = cited DOIs among the candidates; queries with none
 are skipped. Metrics per stage (BM25, dense, fused, reranked): R@10, nDCG@10, MRR@100, R@100.
 
-Two query variants: ``plain`` (the passage alone: the protocol as published) and
+Three query variants: ``plain`` (the passage alone: the protocol as published),
 ``enhanced`` (plus the citing paper's title/abstract, and the neighbouring sentences for
-sentence queries).
+sentence queries) and ``product`` (enhanced plus the citing paper's authors and year, read from
+its PDF through the documents layer, as the app reads an imported manuscript).
+
+With a learned ranker (``config.ranker``) a ``ranked`` stage is added; ``collect`` receives the
+ranker's feature rows of every query (``training.ranker`` fits and cross-validates on them).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from assistant.evaluation.acm_cr_data import (
     load_collection,
     normalise_doi,
     read_blacklist,
+    read_pdf_meta,
 )
 from assistant.evaluation.metrics import (
     mean_metrics,
@@ -35,7 +40,7 @@ from assistant.evaluation.metrics import (
 )
 
 LEVELS = ("paragraph", "sentence")
-VARIANTS = ("plain", "enhanced")
+VARIANTS = ("plain", "enhanced", "product")
 CANDIDATE_TYPES = ("article", "inproceedings")
 
 
@@ -70,13 +75,14 @@ def evaluate_acm_cr(
     config=None,
     levels=LEVELS,
     *,
-    variants=VARIANTS,
+    variants=VARIANTS[:2],
     recommender=None,
     blacklist: Path | str | None = None,
     run_dir: Path | str | None = None,
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     covered_only: bool = False,
+    collect: list | None = None,
 ) -> dict:
     """Run the protocol; returns ``{"levels": {level: {variant: {stage: metrics}}}, "latency_ms": ..., ...}``.
 
@@ -106,11 +112,10 @@ def evaluate_acm_cr(
         others |= {pid for pid in by_doi.values() if pid not in covered}
         by_doi = {doi: pid for doi, pid in by_doi.items() if pid in covered}
     doi_of = {pid: doi for doi, pid in by_doi.items()}
-    queries = [
-        q
-        for q in build_queries(load_collection(papers_dir), tuple(levels))
-        if q.cited_dois & by_doi.keys()
-    ]
+    papers = load_collection(papers_dir)
+    if "product" in variants:
+        read_pdf_meta(papers)
+    queries = [q for q in build_queries(papers, tuple(levels)) if q.cited_dois & by_doi.keys()]
     if limit:
         queries = queries[:limit]
     run_config = replace(
@@ -124,7 +129,8 @@ def evaluate_acm_cr(
     )
     use_dense = config.use_dense and recommender.searcher.has_dense
     stages = (["bm25"] if config.use_bm25 else []) + (["dense"] if use_dense else [])
-    stages += (["fused"] if len(stages) == 2 else []) + (["reranked"] if config.reranker else [])
+    stages += (["fused"] if len(stages) == 2 else []) + (["ranked"] if config.ranker else [])
+    stages += ["reranked"] if config.reranker else []
     per_query: dict[tuple[str, str, str], list[dict]] = {}
     runs: dict[tuple[str, str, str], dict[str, list[tuple[str, float]]]] = {}
     latency: dict[str, list[float]] = {"prefilter": [], "reranked": []}
@@ -132,7 +138,8 @@ def evaluate_acm_cr(
     for variant in variants:
         for q in queries:
             relevant = q.cited_dois & by_doi.keys()
-            enhanced = variant == "enhanced"
+            enhanced = variant in ("enhanced", "product")
+            product = variant == "product"
             query = Query(
                 text=q.text,
                 mode="paragraph" if q.level == "paragraph" else "local",
@@ -140,6 +147,8 @@ def evaluate_acm_cr(
                 abstract=q.abstract if enhanced else None,
                 context=q.context if enhanced else None,
                 enhance=enhanced,
+                authors=q.authors if product else (),
+                year=q.year if product else None,
             )
             t = time.perf_counter()
             pre = recommender.prefilter(query, run_config)
@@ -149,6 +158,27 @@ def evaluate_acm_cr(
                 "dense": list(zip(pre.dense[0].tolist(), pre.dense[1].tolist())),
                 "fused": pre.fused[:100],
             }
+            ranked_items = None
+            if config.ranker or collect is not None:
+                ranked_items = recommender._candidates(pre, replace(run_config, candidates=200))
+            if collect is not None:
+                ids, x = recommender.ranker_features(pre, query, ranked_items)
+                collect.append(
+                    {
+                        "qid": q.qid,
+                        "level": q.level,
+                        "variant": variant,
+                        "group": q.paper,
+                        "ids": ids,
+                        "x": x,
+                        "y": [1 if pid in doi_of and doi_of[pid] in relevant else 0 for pid in ids],
+                        "relevant": sorted(relevant),
+                        "dois": [doi_of.get(pid) for pid in ids],
+                    }
+                )
+            if config.ranker:
+                items = recommender.rank(pre, query, replace(run_config, candidates=100))
+                rankings["ranked"] = [(it.paper.id, it.score) for it in items]
             if "reranked" in stages:
                 t = time.perf_counter()
                 items = recommender._rerank(
@@ -176,6 +206,12 @@ def evaluate_acm_cr(
         "covered_only": covered_only,
         "candidates": len(by_doi),
         "blacklist": str(bl_path) if bl_path else None,
+        "warnings": []
+        if bl_path
+        else [
+            "NO BLACKLIST FOUND: the citing papers themselves are candidates, so these figures "
+            "are inflated; pass --blacklist acm-cr/blacklist.txt"
+        ],
     }
     for (level, variant, stage), rows in per_query.items():
         result["levels"].setdefault(level, {}).setdefault(variant, {})[stage] = mean_metrics(rows)
@@ -244,10 +280,17 @@ def format_table(result: dict) -> str:
 )
 @click.option(
     "--variant",
-    type=click.Choice(["plain", "enhanced", "both"]),
+    type=click.Choice(["plain", "enhanced", "product", "both", "all"]),
     default="both",
     show_default=True,
-    help="plain = passage only (the published protocol); enhanced = + title/abstract/neighbours.",
+    help="plain = passage only (the published protocol); enhanced = + title/abstract/neighbours; "
+    "product = enhanced + the citing paper's authors/year from its PDF; both = plain + enhanced.",
+)
+@click.option(
+    "--ranker",
+    default="off",
+    show_default=True,
+    help="Learned ranker: auto (the shipped one), off, or a folder: adds the ranked stage.",
 )
 @click.option(
     "--reranker", default=None, help="Cross-encoder folder/name: adds the reranked stage."
@@ -298,6 +341,7 @@ def eval_acm_cr(
     db,
     level,
     variant,
+    ranker,
     reranker,
     fusion,
     dense_weight,
@@ -320,8 +364,10 @@ def eval_acm_cr(
     if not path.exists():
         raise click.ClickException(f"library not found: {path}")
     levels = LEVELS if level == "both" else (level,)
-    variants = VARIANTS if variant == "both" else (variant,)
-    config = PipelineConfig(reranker=reranker, use_intent=False)
+    variants = {"both": VARIANTS[:2], "all": VARIANTS}.get(variant, (variant,))
+    from assistant.retrieval.ranker import resolve_ranker
+
+    config = PipelineConfig(reranker=reranker, ranker=resolve_ranker(ranker), use_intent=False)
     overrides = {
         "fusion": fusion,
         "dense_weight": dense_weight,
@@ -347,6 +393,8 @@ def eval_acm_cr(
         raise click.ClickException(str(exc)) from exc
     finally:
         library.close()
+    for line in result["warnings"]:
+        click.secho(f"WARNING: {line}", fg="red", bold=True, err=True)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

@@ -52,6 +52,9 @@ class CitingPaper:
     abstract: str
     contexts: list[Context]
     references: dict[str, str]  # "12" -> DOI or URL as given
+    pdf: Path | None = None  # the sibling PDF (authors/year are read from it as the product would)
+    authors: list[str] = field(default_factory=list)  # "Last, First" (filled by read_pdf_meta)
+    year: int | None = None
 
 
 @dataclass
@@ -63,6 +66,9 @@ class EvalQuery:
     title: str
     abstract: str
     cited_dois: set[str] = field(default_factory=set)
+    paper: str = ""  # the citing paper's id (the group of grouped cross-validation)
+    authors: tuple[str, ...] = ()
+    year: int | None = None
 
 
 def read_dois_file(path: Path) -> dict[str, str]:
@@ -115,7 +121,20 @@ def read_citing_paper(xml_path: Path) -> CitingPaper:
         abstract=" ".join((root.findtext("abstract") or "").split()),
         contexts=contexts,
         references=references,
+        pdf=xml_path.with_suffix(".pdf") if xml_path.with_suffix(".pdf").exists() else None,
     )
+
+
+def read_pdf_meta(papers: list[CitingPaper]) -> None:
+    """Fill each paper's authors and year from its PDF through the documents layer (the header
+    and the ACM reference-format line), as the product reads an imported manuscript."""
+    from assistant.documents.pdf import parse_pdf
+
+    for paper in papers:
+        if paper.pdf is None or paper.authors:
+            continue
+        doc = parse_pdf(paper.pdf)
+        paper.authors, paper.year = list(doc.authors), doc.year
 
 
 def load_collection(papers_dir: Path | str) -> list[CitingPaper]:
@@ -157,6 +176,9 @@ def build_queries(
                         paper.title,
                         paper.abstract,
                         cited(numbers),
+                        paper.paper_id,
+                        tuple(paper.authors),
+                        paper.year,
                     )
                 )
             if "sentence" in levels:
@@ -175,6 +197,9 @@ def build_queries(
                             paper.title,
                             paper.abstract,
                             cited(sent.cites),
+                            paper.paper_id,
+                            tuple(paper.authors),
+                            paper.year,
                         )
                     )
     return queries

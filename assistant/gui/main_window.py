@@ -130,7 +130,9 @@ class MainWindow(QMainWindow, DocumentOps):
             encoder=s.encoder or None,
             device=s.device,
             reranker=None if s.reranker == "off" else s.reranker,
+            ranker=s.ranker,
             use_intent=s.use_intent,
+            authors=tuple(n.strip() for n in s.my_names.split(";") if n.strip()),
         )
 
     def _dock(self, widget: QWidget, title: str, area) -> None:
@@ -269,7 +271,7 @@ class MainWindow(QMainWindow, DocumentOps):
 
     # --- engine lifecycle ---------------------------------------------------------------------
     def start(self, prepare: bool = True) -> None:
-        """Open the library in the panel and load models/index in the background."""
+        """Open the library in the panel and load assistant/models/index in the background."""
         try:
             self.library_panel.set_library_path(self.engine.db_path)
         except (
@@ -662,12 +664,16 @@ class MainWindow(QMainWindow, DocumentOps):
                 new.encoder,
                 new.device,
                 new.reranker,
+                new.ranker,
+                new.my_names,
                 new.use_intent,
             ) != (
                 self.settings.db_path,
                 self.settings.encoder,
                 self.settings.device,
                 self.settings.reranker,
+                self.settings.ranker,
+                self.settings.my_names,
                 self.settings.use_intent,
             )
             self.settings = new

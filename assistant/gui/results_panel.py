@@ -21,6 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from assistant.service import IntentChip as ChipData
+from assistant.service import intent_chip, intent_chips
+
 INTENT_COLOURS = {"background": "#1e88e5", "method": "#43a047", "result": "#fb8c00"}
 INTENTS = ("background", "method", "result")
 TWO_ROW_FILTERS_BELOW = 440  # px: narrower panels show the filters on two rows
@@ -114,67 +117,27 @@ def snippet_html(abstract: str, terms: frozenset[str]) -> str:
     return f"{lead}<p>{mark(abstract)}</p>"
 
 
-UNCERTAIN_BELOW = 0.55  # a label weaker than this is shown as "uncertain"
 UNCERTAIN_COLOUR = "#9e9e9e"
 
 
-def _probs_text(probs: dict | None) -> str:
-    if not probs:
-        return ""
-    return ", ".join(f"{k} {v:.0%}" for k, v in sorted(probs.items(), key=lambda kv: -kv[1]))
-
-
-def paper_intent(rec, shared: bool = False) -> tuple[str, float | None, bool, str]:
-    """How THIS paper would be cited here: ``(label, confidence, uncertain, why)``.
-
-    ``shared``: every card of the list carries the same distribution, i.e. only the
-    sentence's intent is known and nothing about this paper; shown as uncertain.
-    A confidence below ``UNCERTAIN_BELOW`` is uncertain too. When the recommendation has its
-    own ``intent_uncertain`` flag, that decides.
-    """
-    intent, conf, probs = rec.intent, rec.intent_confidence, rec.intent_probs
-    if not intent:
-        return "", None, True, "no intent model"
-    flag = getattr(rec, "intent_uncertain", getattr(rec, "uncertain", None))
-    if flag is not None:
-        uncertain = bool(flag)
-        why = "weak evidence for this paper" if uncertain else "this paper in this context"
-    elif shared:
-        uncertain, why = True, "only the sentence's intent is known, nothing about this paper"
-    elif conf is not None and conf < UNCERTAIN_BELOW:
-        uncertain, why = True, f"confidence {conf:.0%} is low"
-    else:
-        uncertain, why = False, "this paper's citation profile in this context"
-    evidence = getattr(rec, "intent_evidence", None)
-    detail = evidence or _probs_text(probs)
-    return intent, conf, uncertain, why + (f" ({detail})" if detail else "")
-
-
 class IntentChip(QLabel):
-    """A colour-coded chip: ``method 87%``, or a grey ``uncertain`` (painted directly: cheap)."""
+    """A colour-coded chip: ``method 87%``, or a grey ``method? uncertain`` (painted directly:
+    cheap). Its text and rule are the service's (``assistant.service.intent_chip``)."""
 
-    def __init__(
-        self,
-        intent: str | None,
-        confidence: float | None,
-        parent: QWidget | None = None,
-        uncertain: bool = False,
-        why: str = "",
-    ) -> None:
+    def __init__(self, chip: ChipData, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.intent = intent or ""
-        self.confidence = confidence
-        self.uncertain = uncertain or not intent
+        self.intent = chip.label
+        self.confidence = chip.confidence
+        self.uncertain = chip.uncertain
         self.setObjectName("intentChip")
-        if intent and not uncertain:
-            text = intent if confidence is None else f"{intent} {confidence:.0%}"
-            self.colour = QColor(INTENT_COLOURS.get(intent, "#757575"))
-            self.setToolTip(f"Likely cited for its {intent}: {why}")
-        elif intent:
-            text, self.colour = f"{intent}? uncertain", QColor(UNCERTAIN_COLOUR)
-            self.setToolTip(f"Intent uncertain: {why}")
+        text = chip.text
+        if chip.label and not chip.uncertain:
+            self.colour = QColor(INTENT_COLOURS.get(chip.label, "#757575"))
+            self.setToolTip(f"Likely cited for its {chip.label}: {chip.why}")
         else:
-            text, self.colour = "intent n/a", QColor(UNCERTAIN_COLOUR)
+            self.colour = QColor(UNCERTAIN_COLOUR)
+            if chip.label:
+                self.setToolTip(f"Intent uncertain: {chip.why}")
         self.setText(text)
         font = self.font()
         font.setBold(True)
@@ -209,7 +172,7 @@ class ResultCard(QFrame):
         cited: bool = False,
         query_terms: frozenset[str] = frozenset(),
         parent: QWidget | None = None,
-        shared_intent: bool = False,
+        chip: ChipData | None = None,
     ) -> None:
         super().__init__(parent)
         self.rec = rec
@@ -227,8 +190,7 @@ class ResultCard(QFrame):
         self.title_label.setMinimumWidth(60)
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.title_label)
-        label, conf, uncertain, why = paper_intent(rec, shared_intent)
-        self.chip = IntentChip(label, conf, uncertain=uncertain, why=why)
+        self.chip = IntentChip(chip or intent_chip(rec))
 
         meta = " · ".join(
             p for p in (format_authors(paper.authors), str(paper.year or ""), paper.venue) if p
@@ -491,8 +453,7 @@ class ResultsPanel(QWidget):
         visible = self.visible_items()
         self.empty_label.setText(self.empty_message() if self.items and not visible else "")
         self.empty_label.setVisible(bool(self.items) and not visible)
-        probs = {tuple(sorted((r.intent_probs or {}).items())) for r in self.items if r.intent}
-        self._shared_intent = len(self.items) > 1 and len(probs) == 1
+        self._chips = {id(rec): chip for rec, chip in zip(self.items, intent_chips(self.items))}
         self._pending = list(enumerate(visible, start=1))
         self._build_generation = getattr(self, "_build_generation", 0) + 1
         self._add_cards(self._build_generation)
@@ -513,7 +474,7 @@ class ResultsPanel(QWidget):
                 rec,
                 cited=rec.paper.citekey in self.cited_keys,
                 query_terms=self.query_terms,
-                shared_intent=self._shared_intent,
+                chip=self._chips.get(id(rec)),
             )
             card.insert_clicked.connect(self.insert_requested)
             card.copy_clicked.connect(self.copy_requested)

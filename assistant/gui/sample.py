@@ -1,4 +1,4 @@
-"""The bundled sample: import ``resources/sample/library.bib``, build models + index, demo queries.
+"""The bundled sample: import ``assistant/resources/sample/library.bib``, build models + index, demo queries.
 
 No Qt here: ``assistant-gui --sample --demo`` (CI, ``make run`` without a display) runs
 this module only and prints recommendations for a few sentences of the sample draft.

@@ -32,6 +32,8 @@ class AppSettings:
     encoder: str = ""  # "" = default encoder (minilm)
     device: str = "auto"  # auto | cpu | cuda
     reranker: str = "auto"  # auto (shipped default) | off | a model folder
+    ranker: str = "auto"  # learned ranker: auto (shipped) | off | a folder
+    my_names: str = ""  # the user's names, "Last, First; Last, First" (author signals)
     use_intent: bool = True
     k: int = 10
     exclude_cited: bool = True
@@ -120,6 +122,18 @@ class SettingsDialog(QDialog):
         self.reranker_edit.addItems(["auto", "off"])
         self.reranker_edit.setCurrentText(settings.reranker or "off")
         form.addRow("Reranker", self.reranker_edit)
+        self.ranker_edit = QComboBox()
+        self.ranker_edit.setEditable(True)
+        self.ranker_edit.addItems(["auto", "off"])
+        self.ranker_edit.setCurrentText(settings.ranker or "off")
+        form.addRow("Learned ranker", self.ranker_edit)
+        self.names_edit = QLineEdit(settings.my_names)
+        self.names_edit.setPlaceholderText("Last, First; Last, First")
+        self.names_edit.setToolTip(
+            "Your names as they appear in papers: your own papers and your co-authors' rank "
+            "higher when the manuscript names no authors."
+        )
+        form.addRow("My names", self.names_edit)
         self.device_box = QComboBox()
         self.device_box.addItems(["auto", "cpu", "cuda"])
         self.device_box.setCurrentText(settings.device)
@@ -170,6 +184,8 @@ class SettingsDialog(QDialog):
             library_path=self.library_edit.text().strip(),
             encoder=self.encoder_edit.text().strip(),
             reranker=self.reranker_edit.currentText().strip() or "off",
+            ranker=self.ranker_edit.currentText().strip() or "off",
+            my_names=self.names_edit.text().strip(),
             device=self.device_box.currentText(),
             use_intent=self.intent_box.isChecked(),
             k=self.k_box.value(),

@@ -150,7 +150,7 @@ def optimize_graph(
 ) -> dict[str, int] | None:
     """Fuse attention/GELU/embeddings with onnxruntime's transformer optimizer (BERT-like only).
 
-    Two choices measured on the 2-core CPU (models/BENCHMARKS.md, encode, session 4):
+    Two choices measured on the 2-core CPU (assistant/models/BENCHMARKS.md, encode, session 4):
     residual Add + LayerNormalization stay separate (onnxruntime's CPU
     ``SkipLayerNormalization`` kernel took 5x longer than Add + LayerNormalization: ~12%
     of an int8 MiniLM forward pass), and with ``approximate_gelu`` GELU becomes the tanh

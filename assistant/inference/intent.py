@@ -1,6 +1,6 @@
 """Citation-intent classifier (SciCite scheme: background / method / result).
 
-``IntentClassifier`` runs the shipped ONNX model (``models/intent-minilm/``) through the
+``IntentClassifier`` runs the shipped ONNX model (``assistant/models/intent-minilm/``) through the
 inference layer (``assistant.inference.classifier.load_classifier``) and applies the
 temperature stored in the manifest (fitted on SciCite dev), so the probabilities are
 calibrated (after the per-class ``logit_bias`` tuned on dev for macro-F1, if any). Texts are normalised exactly as in training (``normalize_context``): citation
@@ -69,7 +69,7 @@ def shipped_model_dir(name: str = DEFAULT_MODEL) -> Path:
 
 
 def resolve_model_dir(path_or_name: str | Path | None = None) -> Path:
-    """A model folder: an explicit path, a name under the shipped ``models/`` or ``models_dir()``."""
+    """A model folder: an explicit path, a name under the shipped ``assistant/models/`` or ``models_dir()``."""
     from assistant.config import models_dir
 
     if path_or_name is None:

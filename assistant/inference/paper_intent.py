@@ -3,7 +3,7 @@
 ``PaperProfileModel`` is a TF-IDF (uni+bigram, sublinear tf, l2) + multinomial logistic
 regression over ``title. abstract``, trained on citectx pairs (cited paper -> how it is cited,
 mapped to background / method / result; ``assistant train paper-intent``). It is stored as
-plain JSON (vocabulary, idf, coefficients; no pickle) in ``models/intent-minilm/paper_profile.json``
+plain JSON (vocabulary, idf, coefficients; no pickle) in ``assistant/models/intent-minilm/paper_profile.json``
 together with the weights that combine it with the sentence intent and the library's citation
 edges (``assistant.retrieval.intent_stage``). The featuriser reproduces scikit-learn's
 ``TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)`` exactly (checked in the tests).

@@ -73,7 +73,7 @@ def sample_documents(
     n: int, db_path: Path | str | None = None, archive: Path | str | None = None
 ) -> list[str]:
     """``n`` real documents: from ``db_path`` if it has enough, else from the ACM-DL archive, else
-    as many as the bundled sample library has (``resources/sample/library.bib``)."""
+    as many as the bundled sample library has (``assistant/resources/sample/library.bib``)."""
     from assistant.config import REPO_ROOT, RESOURCES_DIR
 
     if db_path and Path(db_path).is_file():

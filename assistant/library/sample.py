@@ -1,7 +1,7 @@
-"""Rebuild the bundled demo library ``resources/sample/library.bib`` from the full ACM-DL library.
+"""Rebuild the bundled demo library ``assistant/resources/sample/library.bib`` from the full ACM-DL library.
 
 Topic: click-based / unbiased learning to rank and online evaluation (plus neighbouring ranking
-work), so that ``resources/sample/draft.tex`` gets meaningful recommendations. Seeds are the
+work), so that ``assistant/resources/sample/draft.tex`` gets meaningful recommendations. Seeds are the
 references of three ACM-CR dev papers on that topic; neighbours come from FTS queries. Only
 @article/@inproceedings records with a DOI and an abstract, none from the ACM-CR blacklist.
 

@@ -266,9 +266,18 @@ def check_not_foreign(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse, before anything is written, an SQLite database of another program (a ``zotero.sqlite``
     given as the library): migrating it would add our tables to it."""
     try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        # one read transaction: another process creating the library must not be seen half-way
+        # (its tables already committed after our read of a version 0)
+        conn.execute("BEGIN")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {r[0] for r in rows}
+        finally:
+            conn.execute("COMMIT")
     except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+            raise  # another process is creating it: the caller waits and retries
         raise LibraryOpenError(f"{path} is not a readable SQLite database ({exc})") from exc
     if version == 0 and tables - {"sqlite_sequence"}:
         names = ", ".join(sorted(tables)[:5])

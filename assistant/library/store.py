@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -88,6 +89,23 @@ def merge_papers(old: Paper, new: Paper) -> Paper:
 class Library:
     """A paper library stored in one SQLite file (created and migrated on open)."""
 
+    def _connect(self) -> sqlite3.Connection:
+        """Connect, set the pragmas and migrate; closes the connection again when that fails."""
+        conn = sqlite3.connect(
+            str(self.path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S
+        )
+        try:
+            check_not_foreign(conn, self.path)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self.schema_version = migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
         check_library_file(self.path)
@@ -97,28 +115,22 @@ class Library:
             raise LibraryOpenError(
                 f"cannot create the library's folder: {exc.strerror or exc}", file=self.path
             ) from exc
-        conn = None
-        try:
-            conn = sqlite3.connect(
-                str(self.path),
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=BUSY_TIMEOUT_S,
-            )
-            check_not_foreign(conn, self.path)
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            self.schema_version = migrate(conn)
-        except LibraryOpenError:
-            if conn is not None:
-                conn.close()
-            raise
-        except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-            raise sqlite_error(exc, self.path) from exc
+        # Opening a new file races with other processes creating it: SQLite answers "locked" at
+        # once, without waiting, when two connections would deadlock (switching to WAL, the first
+        # migration), so retry the whole open until the busy timeout has really passed.
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                conn = self._connect()
+                break
+            except sqlite3.OperationalError as exc:
+                low = str(exc).lower()
+                if ("locked" in low or "busy" in low) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                raise sqlite_error(exc, self.path) from exc
+            except sqlite3.Error as exc:
+                raise sqlite_error(exc, self.path) from exc
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
         self._tx_depth = 0

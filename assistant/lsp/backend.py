@@ -21,7 +21,7 @@ from pathlib import Path
 
 from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
-from assistant.service import AssistantError, Cancelled
+from assistant.service import AssistantError, Cancelled, intent_chips
 from assistant.service import textops as _textops
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,8 @@ class Suggestion:
     score: float
     intent: str | None = None
     intent_confidence: float | None = None
+    #: the service's chip text (``method 87%`` / ``method? uncertain``), as the GUI shows it
+    intent_chip: str | None = None
 
 
 @dataclass
@@ -282,7 +284,7 @@ class Backend:
         _check(cancelled)
         result = service.recommend(query.query, config=config, cancelled=cancelled)
         out = []
-        for item in result.items:
+        for item, chip in zip(result.items, intent_chips(result.items)):
             paper = item.paper
             if not paper.citekey:
                 continue
@@ -298,6 +300,7 @@ class Backend:
                     score=float(item.score),
                     intent=item.intent,
                     intent_confidence=item.intent_confidence,
+                    intent_chip=chip.text if item.intent else None,
                 )
             )
         return out

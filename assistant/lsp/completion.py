@@ -97,7 +97,7 @@ class _Candidate:
     doi: str | None
     in_library: bool
     intent: str | None = None
-    intent_confidence: float | None = None
+    intent_chip: str | None = None  # the service's chip text
     rank: int | None = None  # recommendation rank (1 = best)
 
 
@@ -105,9 +105,8 @@ def _detail(c: _Candidate) -> str:
     who = short_authors(c.authors)
     when = str(c.year) if c.year else "n.d."
     detail = f"{c.title} — {who} ({when})" if who else f"{c.title} ({when})"
-    if c.intent:
-        conf = f" {c.intent_confidence:.2f}" if c.intent_confidence is not None else ""
-        detail += f" · {c.intent}{conf}"
+    if c.intent_chip:
+        detail += f" · {c.intent_chip}"
     if c.rank is not None:
         detail += f" · recommended #{c.rank}"
     if not c.in_library:
@@ -131,7 +130,7 @@ def build_list(
         if s.key in taken or s.key in recs:
             continue
         recs[s.key] = _Candidate(
-            s.key, s.title, s.authors, s.year, s.doi, True, s.intent, s.intent_confidence, rank
+            s.key, s.title, s.authors, s.year, s.doi, True, s.intent, s.intent_chip, rank
         )
     matches: dict[str, _Candidate] = {}
     truncated = False
@@ -193,7 +192,7 @@ def build_list(
         if label_details:  # shown on every row by editors that support it (VS Code)
             when = str(c.year) if c.year else "n.d."
             item.label_details = types.CompletionItemLabelDetails(
-                description=f"{when} · {c.intent}" if c.intent else when
+                description=f"{when} · {c.intent_chip}" if c.intent_chip else when
             )
         if needs_entry:
             item.command = types.Command(

@@ -543,7 +543,7 @@ class CiteAssistServer(LanguageServer):
             self._warn("no recommendations for this sentence", types.MessageType.Info)
             return {"suggestions": suggestions, "chosen": None}
         labels = [
-            f"{s.key} — {s.title[:60]} ({s.year or 'n.d.'}){' · ' + s.intent if s.intent else ''}"
+            f"{s.key} — {s.title[:60]} ({s.year or 'n.d.'}){' · ' + s.intent_chip if s.intent_chip else ''}"
             for s in found
         ]
         snippet = " ".join(doc.text[start:end].split())

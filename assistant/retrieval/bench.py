@@ -1,5 +1,5 @@
 """``assistant bench query``: latency of one recommendation at several library sizes, indexing
-throughput and memory, printed as JSON (figures go to models/BENCHMARKS.md)."""
+throughput and memory, printed as JSON (figures go to assistant/models/BENCHMARKS.md)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ try:  # PyStemmer: the stemmer bm25s recommends
 except ImportError:  # pragma: no cover - optional, but tuned defaults assume stemming
     _pystemmer = None
 
-#: Defaults tuned on the ACM-CR dev set (see models/BENCHMARKS.md, query section).
+#: Defaults tuned on the ACM-CR dev set (see assistant/models/BENCHMARKS.md, query section).
 DEFAULT_K1 = 2.0
 DEFAULT_B = 0.75
 

@@ -9,7 +9,7 @@ import numpy as np
 
 FUSIONS = ("rrf", "weighted")
 
-#: Defaults tuned on the ACM-CR dev set (models/BENCHMARKS.md).
+#: Defaults tuned on the ACM-CR dev set (assistant/models/BENCHMARKS.md).
 DEFAULT_RRF_K = 60
 DEFAULT_DENSE_WEIGHT = 0.4
 DEFAULT_NORM = "zscore"

@@ -43,7 +43,7 @@ FLAT_LIMIT = 200_000
 IVF_MIN = 1000
 KINDS = ("auto", "flat", "ivf", "hnsw")
 #: Tokens embedded per paper: all-MiniLM-L6-v2 was trained on 128-token inputs, and 128 halves
-#: indexing time on CPU compared with 256 (see models/BENCHMARKS.md).
+#: indexing time on CPU compared with 256 (see assistant/models/BENCHMARKS.md).
 DEFAULT_MAX_LENGTH = 128
 
 

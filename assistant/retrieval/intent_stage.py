@@ -36,11 +36,14 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from assistant.inference.intent import LABELS
+
+if TYPE_CHECKING:
+    from assistant.retrieval.pipeline import Recommendation
 
 log = logging.getLogger(__name__)
 
@@ -205,8 +208,12 @@ def context_probs(query_text: str, classifier=None) -> np.ndarray:
 
 
 def label_recommendations(
-    query_text: str, items: list[Any], library, preference: str | None = None, classifier=None
-) -> list[Any]:
+    query_text: str,
+    items: list[Recommendation],
+    library,
+    preference: str | None = None,
+    classifier=None,
+) -> list[Recommendation]:
     """Fill ``intent``/``intent_confidence``/``intent_probs`` of each item; re-rank only with a preference.
 
     ``items`` are ``Recommendation`` objects (``.paper.id`` is read, the intent fields are set
@@ -224,11 +231,10 @@ def label_recommendations(
     if model is not None:
         from assistant.inference.paper_intent import paper_text
 
-        papers = [getattr(it, "paper", None) for it in items]
         q_all = model.predict_proba(
-            [paper_text(getattr(p, "title", ""), getattr(p, "abstract", "")) for p in papers]
+            [paper_text(it.paper.title or "", it.paper.abstract or "") for it in items]
         )
-    ids = [getattr(getattr(it, "paper", None), "id", None) for it in items]
+    ids = [it.paper.id for it in items]
     profiles = intent_profiles(library, [i for i in ids if i is not None])
     empty = IntentProfile({lab: 0 for lab in LABELS})
     keyed = []
@@ -250,13 +256,10 @@ def label_recommendations(
         item.intent_confidence = float(post[best])
         item.intent_probs = {lab: float(p) for lab, p in zip(LABELS, post)}
         threshold = weights.uncertain_below if weights else DEFAULT_UNCERTAIN_BELOW
-        if hasattr(item, "intent_uncertain"):
-            item.intent_uncertain = bool(post[best] < threshold)
-            item.intent_evidence = describe_evidence(p_c, profile, q)
-        scores = getattr(item, "scores", None)
-        if isinstance(scores, dict):
-            for lab in LABELS:  # the profile, e.g. "cited for its method 12x", for display
-                scores[f"cited_{lab}"] = float(profile.counts.get(lab, 0))
+        item.intent_uncertain = bool(post[best] < threshold)
+        item.intent_evidence = describe_evidence(p_c, profile, q)
+        for lab in LABELS:  # the profile, e.g. "cited for its method 12x", for display
+            item.scores[f"cited_{lab}"] = float(profile.counts.get(lab, 0))
         if pref:
             # p(k*|d): the paper's own evidence (profile + library) without the sentence
             doc = combine(
@@ -269,19 +272,16 @@ def label_recommendations(
                 profile_weight=weights.need_profile if weights else 0.0,
             )
             p_need = float(doc[LABELS.index(pref)])
-            if isinstance(scores, dict):
-                scores["intent_profile"] = p_need
+            item.scores["intent_profile"] = p_need
             keyed.append((-(p_need / (RANK_K + rank)), rank, item))
     if not pref:
         return list(items)
     keyed.sort(key=lambda t: (t[0], t[1]))
     out = [t[2] for t in keyed]
     for new_rank, item in enumerate(out, start=1):
-        ranks = getattr(item, "ranks", None)
-        if isinstance(ranks, dict):
-            if "final" in ranks:
-                ranks["before_intent"] = ranks["final"]
-            ranks["final"] = new_rank
+        if "final" in item.ranks:
+            item.ranks["before_intent"] = item.ranks["final"]
+        item.ranks["final"] = new_rank
     return out
 
 

@@ -27,7 +27,7 @@ from assistant.retrieval.searcher import Searcher
 log = logging.getLogger(__name__)
 
 #: (BM25 weight, dense weight) of the supporting text (context + title/abstract) per mode, tuned on
-#: the ACM-CR dev set for local/paragraph (models/BENCHMARKS.md); "global" is not covered by the dev set.
+#: the ACM-CR dev set for local/paragraph (assistant/models/BENCHMARKS.md); "global" is not covered by the dev set.
 DEFAULT_SUPPORT = {"local": (0.1, 0.75), "paragraph": (0.1, 0.75), "global": (0.3, 0.3)}
 
 
@@ -43,6 +43,7 @@ class PipelineConfig:
     use_bm25: bool = True
     fusion: str = "weighted"  # "weighted" (normalised score sum) | "rrf"
     reranker: str | None = None  # cross-encoder folder or model name
+    ranker: str | None = None  # learned-ranker folder/file (retrieval.ranker; resolved, not "auto")
     use_intent: bool = True
     exclude_ids: Collection[int] = ()
     exclude_cited: bool = True  # drop the manuscript itself and what it already cites
@@ -117,6 +118,8 @@ class Recommender:
         )
         self._lock = threading.Lock()
         self._rerankers: dict[str, Reranker] = {}
+        self._rankers: dict[str, object] = {}
+        self._stats = None  # bibsignals.LibraryStats, built on the first ranked query
         self._intent_fn = intent_labeller
 
     @property
@@ -181,9 +184,14 @@ class Recommender:
             start = time.perf_counter()
             pre = self.prefilter(query, config, cancelled)
             timings = dict(pre.timings_ms)
-            items = self._candidates(pre, config)
-            _check(cancelled)
             warnings = list(self.searcher.warnings)
+            if config.ranker:
+                t = time.perf_counter()
+                items = self.rank(pre, query, config)
+                timings["ranker"] = (time.perf_counter() - t) * 1000
+            else:
+                items = self._candidates(pre, config)
+            _check(cancelled)
             if config.reranker and items:
                 t = time.perf_counter()
                 items = self._rerank(pre.parts, items, config)
@@ -206,6 +214,51 @@ class Recommender:
             return RecommendationResult(
                 query=query, mode=pre.mode, items=items, timings_ms=timings, warnings=warnings
             )
+
+    def library_stats(self):
+        """The library-wide author/citation statistics of the bibliographic signals (cached)."""
+        if self._stats is None:
+            from assistant.retrieval.bibsignals import LibraryStats
+
+            self._stats = LibraryStats.build(self.library)
+        return self._stats
+
+    def ranker_features(self, pre: Prefilter, query: Query, items: list[Recommendation]):
+        """``(ids, feature matrix)`` of ``items`` (``retrieval.ranker.FEATURES`` columns)."""
+        from assistant.retrieval.ranker import candidate_features
+
+        papers = {it.paper.id: it.paper for it in items}
+        return candidate_features(
+            pre.fused,
+            pre.bm25,
+            pre.dense,
+            papers,
+            self.library_stats(),
+            query.authors,
+            query.year,
+            depth=self.config.depth,
+        )
+
+    def rank(self, pre: Prefilter, query: Query, config: PipelineConfig) -> list[Recommendation]:
+        """The fused head re-ordered by the learned ranker ``config.ranker``; the top
+        ``config.candidates`` are kept (for the reranker / the final cut)."""
+        from assistant.retrieval.ranker import load_ranker, select
+
+        model = self._rankers.get(config.ranker)
+        if model is None:
+            model = self._rankers[config.ranker] = load_ranker(config.ranker)
+        items = self._candidates(
+            pre, replace(config, candidates=max(config.candidates, model.pool))
+        )
+        if not items:
+            return items
+        ids, x = self.ranker_features(pre, query, items)
+        score = dict(zip(ids, model.score(select(x, model.features)).tolist()))
+        order = sorted(items, key=lambda it: (-score.get(it.paper.id, -1e9), it.ranks["fused"]))
+        for rank, item in enumerate(order, start=1):
+            item.scores["ranker"] = item.score = float(score.get(item.paper.id, -1e9))
+            item.ranks["ranker"] = rank
+        return order[: config.candidates]
 
     # --- helpers ----------------------------------------------------------------------------
     def _excluded(self, query: Query, config: PipelineConfig) -> set[int]:

@@ -100,6 +100,8 @@ class Query:
     manuscript_id: int | None = None
     cited_ids: tuple[int, ...] = ()
     year: int | None = None
+    #: the manuscript's authors ("Last, First"), for the bibliographic signals of the ranker
+    authors: tuple[str, ...] = ()
     enhance: bool = True  # add the manuscript's title/abstract to local queries
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -36,6 +36,7 @@ from assistant.retrieval.query import (
     detect_mode,
     strip_citation_markers,
 )
+from assistant.service.chips import IntentChip, intent_chip, intent_chips
 from assistant.service.engine import (
     IndexStatus,
     LibraryMissingError,
@@ -73,6 +74,7 @@ __all__ = [
     "ImportReport",
     "IndexReport",
     "IndexStatus",
+    "IntentChip",
     "Library",
     "LibraryMissingError",
     "LibraryOpenError",
@@ -89,6 +91,8 @@ __all__ = [
     "analyse_manuscript",
     "apply_bib_change",
     "detect_mode",
+    "intent_chip",
+    "intent_chips",
     "open_library",
     "paper_bibtex",
     "parse_intent_preference",

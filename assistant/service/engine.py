@@ -50,7 +50,8 @@ from assistant.retrieval.pipeline import (
     Recommender,
     resolve_reranker,
 )
-from assistant.retrieval.query import Query
+from assistant.retrieval.query import Query, as_query
+from assistant.retrieval.ranker import resolve_ranker
 from assistant.retrieval.searcher import EmptyLibraryError
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,10 @@ class ServiceSettings:
     max_length: int | None = None  # tokens embedded per paper (None = the index's, else 128)
     device: str = "auto"  # auto | cpu | cuda
     reranker: str | None = "auto"  # see retrieval.pipeline.resolve_reranker
+    ranker: str | None = "auto"  # learned ranker: see retrieval.ranker.resolve_ranker
     use_intent: bool = True
+    #: the user's own names ("Last, First"; Settings): the manuscript's authors when it names none
+    authors: tuple[str, ...] = ()
 
 
 @dataclass
@@ -156,7 +160,11 @@ class Service:
     def default_config(self, **overrides) -> PipelineConfig:
         """The pipeline configuration of these settings (reranker resolved), with ``overrides``."""
         reranker, weight = resolve_reranker(self.settings.reranker)
-        config = PipelineConfig(reranker=reranker, use_intent=self.settings.use_intent)
+        config = PipelineConfig(
+            reranker=reranker,
+            ranker=resolve_ranker(self.settings.ranker),
+            use_intent=self.settings.use_intent,
+        )
         if weight is not None:
             config.rerank_weight = weight
         return replace(config, **overrides)
@@ -188,7 +196,11 @@ class Service:
         config: PipelineConfig | None = None,
         cancelled: CancelCheck | None = None,
     ) -> RecommendationResult:
-        """Run the pipeline on the last committed index (never builds one, never waits for a job)."""
+        """Run the pipeline on the last committed index (never builds one, never waits for a job).
+        A query naming no authors gets the user's own names from the settings."""
+        query = as_query(query)
+        if not query.authors and self.settings.authors:
+            query = replace(query, authors=tuple(self.settings.authors))
         return self._current().recommender.recommend(query, config=config, cancelled=cancelled)
 
     @property

@@ -31,11 +31,23 @@ from assistant.service.engine import Service
 
 # --- queries ---------------------------------------------------------------------------------
 def query_for_text(
-    text: str, mode: str = "auto", title: str | None = None, abstract: str | None = None
+    text: str,
+    mode: str = "auto",
+    title: str | None = None,
+    abstract: str | None = None,
+    authors: Sequence[str] = (),
+    year: int | None = None,
 ) -> Query:
     """The query for a passage (CLI ``recommend TEXT``); ``auto`` is resolved by the one rule,
     ``retrieval.query.detect_mode``. Raises ``EmptyQueryError`` when there is nothing to search."""
-    query = Query(text=text or "", mode=mode, title=title or None, abstract=abstract or None)
+    query = Query(
+        text=text or "",
+        mode=mode,
+        title=title or None,
+        abstract=abstract or None,
+        authors=tuple(authors),
+        year=year,
+    )
     query.parts()  # an empty query fails here, before any model loads
     return query
 
@@ -48,13 +60,15 @@ def query_for_selection(
     style: str = textops.NUMERIC,
     meta: tuple[str, str] | None = None,
     cited_ids: tuple[int, ...] = (),
+    authors: Sequence[str] | None = None,
 ) -> tuple[Query, textops.QuerySpec]:
     """The query for an editor's selection (or the sentence at the cursor), as the GUI sends it.
 
     ``mode="auto"`` picks the mode with the same rule as the CLI; a selection the user would send
     with ``recommend TEXT`` gets the same query. ``meta`` is the manuscript's (title, abstract)
-    (read from the text when None). A local query carries the paragraph's other sentences as
-    context; a global one is the title + abstract when the manuscript has them.
+    (read from the text when None), ``authors`` its authors (``\\author{}`` / YAML ``author:``
+    when None). A local query carries the paragraph's other sentences as context; a global one
+    is the title + abstract when the manuscript has them.
     """
     spec = textops.query_at(document, sel_start, sel_end)
     if mode != "auto":
@@ -75,6 +89,9 @@ def query_for_selection(
         abstract=abstract or None,
         context=context or None,
         cited_ids=tuple(cited_ids),
+        authors=tuple(
+            authors if authors is not None else textops.manuscript_authors(document, style)
+        ),
     )
     return query, spec
 

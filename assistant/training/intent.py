@@ -566,7 +566,7 @@ def finish(
     "out_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Model folder to write (default: models/intent-<base>).",
+    help="Model folder to write (default: assistant/models/intent-<base>).",
 )
 @click.option(
     "--work-dir",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "resources" / "sample"
+SAMPLE = REPO / "assistant" / "resources" / "sample"
 
 SITECUSTOMIZE = """
 import os, socket, traceback

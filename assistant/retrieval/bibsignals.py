@@ -1,0 +1,128 @@
+"""Bibliographic signals of a candidate paper relative to the manuscript being written.
+
+Text models miss who wrote what: about a fifth of the papers a manuscript cites share an author
+with it, their co-authors are cited too, and recent papers of the same field are cited more. The
+signals here are features of the learned ranker (``retrieval.ranker``), computed from the
+library's own records; no network, no external data.
+
+Names are compared as ``surname + first initial`` (ASCII-folded, lower case), so "Lin, Jimmy",
+"Jimmy Lin" and "J. Lin" meet; a surname shared by many library authors ("Wang", "Li") weighs less
+(inverse document frequency of the name key over the library's papers).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+#: feature names, in the order of :func:`signals` columns
+SIGNALS = (
+    "author_overlap",
+    "author_overlap_idf",
+    "coauthor_overlap",
+    "year_gap",
+    "year_known",
+    "newer_than_manuscript",
+    "library_citations",
+)
+
+
+def name_key(name: str) -> str:
+    """``"Lin, Jimmy"`` / ``"Jimmy Lin"`` / ``"J. Lin"`` → ``"lin j"`` ("" when no surname)."""
+    text = unicodedata.normalize("NFKD", name or "")
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    if "," in text:
+        last, _, first = text.partition(",")
+    else:
+        words = text.split()
+        if not words:
+            return ""
+        last, first = words[-1], " ".join(words[:-1])
+    last = re.sub(r"[^a-z\- ]", "", last.lower()).strip()
+    first = re.sub(r"[^a-z ]", "", first.lower()).strip()
+    if not last:
+        return ""
+    return f"{last} {first[:1]}".strip()
+
+
+def name_keys(names: Iterable[str]) -> set[str]:
+    return {k for k in (name_key(n) for n in names) if k}
+
+
+@dataclass
+class LibraryStats:
+    """What the signals need from the whole library, built once per opened library."""
+
+    papers: int = 0
+    name_df: Counter = field(default_factory=Counter)  # name key -> papers with that author
+    coauthors: dict[str, set[str]] = field(default_factory=dict)
+    cited_count: dict[int, int] = field(default_factory=dict)  # paper id -> citing manuscripts
+
+    @classmethod
+    def build(cls, library) -> LibraryStats:
+        """One pass over the library's authors and citation edges (about 1 s per 100k papers)."""
+        import json
+
+        stats = cls()
+        co: dict[str, set[str]] = defaultdict(set)
+        rows = library.conn.execute("SELECT authors FROM papers WHERE deleted_at IS NULL")
+        for (raw,) in rows:
+            try:
+                keys = name_keys(json.loads(raw or "[]"))
+            except (ValueError, TypeError):
+                continue
+            stats.papers += 1
+            stats.name_df.update(keys)
+            if 1 < len(keys) <= 30:  # a 500-author consortium paper says nothing about anyone
+                for key in keys:
+                    co[key].update(keys)
+        stats.coauthors = dict(co)
+        for cited_id, count in library.conn.execute(
+            "SELECT cited_id, COUNT(DISTINCT citing_id) FROM citations "
+            "WHERE cited_id IS NOT NULL GROUP BY cited_id"
+        ):
+            stats.cited_count[int(cited_id)] = int(count)
+        return stats
+
+    def idf(self, key: str) -> float:
+        return math.log((1 + self.papers) / (1 + self.name_df.get(key, 0)))
+
+
+def neighbourhood(authors: set[str], stats: LibraryStats) -> set[str]:
+    """Everyone who wrote a library paper with one of ``authors`` (the authors themselves excluded)."""
+    out: set[str] = set()
+    for key in authors:
+        out |= stats.coauthors.get(key, set())
+    return out - authors
+
+
+def signals(
+    candidates: Sequence,
+    stats: LibraryStats,
+    authors: Sequence[str] = (),
+    year: int | None = None,
+) -> list[list[float]]:
+    """One row of :data:`SIGNALS` per candidate paper (``id``, ``authors``, ``year`` attributes)."""
+    mine = name_keys(authors)
+    near = neighbourhood(mine, stats) if mine else set()
+    rows = []
+    for paper in candidates:
+        theirs = name_keys(paper.authors or ())
+        shared = mine & theirs
+        gap = float(year - paper.year) if year and paper.year else 0.0
+        rows.append(
+            [
+                float(len(shared)),
+                sum(stats.idf(k) for k in shared),
+                float(len((theirs - shared) & near)),
+                math.copysign(math.log1p(abs(gap)), gap),
+                1.0 if year and paper.year else 0.0,
+                1.0 if year and paper.year and paper.year > year else 0.0,
+                math.log1p(stats.cited_count.get(int(paper.id), 0)),
+            ]
+        )
+    return rows

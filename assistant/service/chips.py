@@ -1,0 +1,63 @@
+"""The one intent-chip rule every face shows (GUI card, CLI line, LSP detail).
+
+A chip names how a recommended paper would be cited here (``method 87%``) or, when the evidence
+about this paper is weak, says so (``method? uncertain``). Evidence is weak when the intent stage
+flagged it (``Recommendation.intent_uncertain``) or when every card of the list carries the same
+distribution: then only the sentence's intent is known and nothing about the paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assistant.retrieval.pipeline import Recommendation
+
+#: a label weaker than this is uncertain when the stage set no flag of its own
+UNCERTAIN_BELOW = 0.55
+
+
+@dataclass(frozen=True)
+class IntentChip:
+    label: str  # background / method / result, "" when no intent was computed
+    confidence: float | None
+    uncertain: bool
+    why: str
+
+    @property
+    def text(self) -> str:
+        if not self.label:
+            return "intent n/a"
+        if self.uncertain:
+            return f"{self.label}? uncertain"
+        return self.label if self.confidence is None else f"{self.label} {self.confidence:.0%}"
+
+
+def _probs_text(probs: dict[str, float] | None) -> str:
+    if not probs:
+        return ""
+    return ", ".join(f"{k} {v:.0%}" for k, v in sorted(probs.items(), key=lambda kv: -kv[1]))
+
+
+def intent_chip(rec: Recommendation, shared: bool = False) -> IntentChip:
+    """The chip of one card; ``shared``: the whole list carries one distribution."""
+    if not rec.intent:
+        return IntentChip("", None, True, "no intent model")
+    conf = rec.intent_confidence
+    if shared:
+        uncertain, why = True, "only the sentence's intent is known, nothing about this paper"
+    elif rec.intent_uncertain is not None:
+        uncertain = rec.intent_uncertain
+        why = "weak evidence for this paper" if uncertain else "this paper in this context"
+    elif conf is not None and conf < UNCERTAIN_BELOW:
+        uncertain, why = True, f"confidence {conf:.0%} is low"
+    else:
+        uncertain, why = False, "this paper's citation profile in this context"
+    detail = rec.intent_evidence or _probs_text(rec.intent_probs)
+    return IntentChip(rec.intent, conf, uncertain, why + (f" ({detail})" if detail else ""))
+
+
+def intent_chips(items: list[Recommendation]) -> list[IntentChip]:
+    """The chips of a ranked list (a list whose cards all carry one distribution is uncertain)."""
+    dists = {tuple(round(v, 4) for v in (it.intent_probs or {}).values()) for it in items}
+    shared = len(items) > 1 and len(dists) == 1 and bool(items[0].intent_probs)
+    return [intent_chip(it, shared) for it in items]

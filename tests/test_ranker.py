@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from retrieval_helpers import sample_library  # noqa: F401 - session fixture
+from retrieval_helpers import draft_citing_sentences, sample_library  # noqa: F401
 
 from assistant.retrieval.bibsignals import SIGNALS, LibraryStats, name_key, signals
 from assistant.retrieval.pipeline import PipelineConfig, Recommender
@@ -109,6 +109,20 @@ def test_the_shipped_ranker_loads_with_this_programs_features():
     assert found, "assistant/models/ranker/ranker.json is missing or disabled"
     model = load_ranker(found)
     assert set(model.features) <= set(FEATURES) and np.isfinite(model.coef).all()
+
+
+def test_the_shipped_ranker_keeps_the_drafts_citations_on_top(sample_library):
+    """With the shipped ranker on, each citing sentence of the sample draft still finds the papers
+    it cites in its top 5 (the prefilter alone does: test_retrieval_pipeline)."""
+    rec = Recommender(sample_library.lib, encoder=sample_library.encoder)
+    config = PipelineConfig(use_intent=False, ranker=resolve_ranker("auto"))
+    cases = draft_citing_sentences()
+    assert config.ranker and len(cases) >= 2
+    for sentence, keys in cases:
+        result = rec.recommend(Query(sentence, mode="local"), config)
+        assert "ranker" in result.timings_ms
+        top = [it.paper.citekey for it in result.items[:5]]
+        assert set(keys) <= set(top), (sentence, keys, top)
 
 
 def _rows(seed: int, n_groups: int = 6, per_group: int = 5, pool: int = 30) -> list[dict]:

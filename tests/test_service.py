@@ -95,7 +95,7 @@ def test_cli_and_gui_give_the_same_mode_and_ranking(env, name):
 
 
 def test_ranking_on_the_sample_is_fixed(env):
-    """The pipeline's ranking (no reranker) on the sample is the one recorded before the service
+    """The prefilter's ranking (no reranker, no learned ranker) on the sample is the one recorded before the service
     refactor (tests/fixtures/sample_rankings.json, made with `assistant recommend --json`).
     A deliberate ranking change regenerates the fixture and says so in its commit.
 
@@ -106,7 +106,7 @@ def test_ranking_on_the_sample_is_fixed(env):
     expected = json.loads(RANKINGS.read_text(encoding="utf-8"))
     queries = {name: [text] for name, text in TEXTS.items()} | {"global": ["", "--title", TITLE]}
     for name, args in queries.items():
-        got = _cli(env, *args, "--reranker", "none")
+        got = _cli(env, *args, "--reranker", "none", "--ranker", "off")
         assert got["mode"] == expected[name]["mode"], name
         want = dict(expected[name]["items"])
         keys = [key for key, _ in expected[name]["items"]]

@@ -112,12 +112,45 @@ def test_details_pane_edits_validates_and_reverts(panel, qtbot):
     assert "query expansion" in editor.records_view.toPlainText().lower()
 
 
+def test_edits_are_never_dropped_when_the_selection_or_the_view_changes(panel, qtbot):
+    """Selecting another paper saves the pane's edits (as Zotero does); invalid edits ask first
+    and "keep editing" stays on the paper; a search that hides the paper saves them too."""
+    _select(panel, "koci2018query")
+    editor = panel.details
+    editor.inputs["title"].setText("Query Expansion with Word Embeddings, revised")
+    _select(panel, "koll1978weird")
+    assert panel.library.get_by_citekey("koci2018query").title.endswith(", revised")
+    assert editor.paper.citekey == "koll1978weird"
+    _select(panel, "koci2018query")
+    editor.inputs["year"].setText("20x8")
+    asked = []
+    panel.confirm = lambda title, text: asked.append(text) or False  # keep editing
+    _select(panel, "koll1978weird")
+    assert "koci2018query" in asked[0] and "is not a year" in asked[0]
+    assert editor.paper.citekey == "koci2018query" and editor.inputs["year"].text() == "20x8"
+    assert panel.selected_ids() == [panel.library.get_by_citekey("koci2018query").id]
+    panel.confirm = lambda title, text: True  # discard
+    _select(panel, "koll1978weird")
+    assert editor.paper.citekey == "koll1978weird"
+    assert panel.library.get_by_citekey("koci2018query").year == 2018
+    editor.inputs["venue"].setText("SIGIR Forum (edited)")
+    panel.search_edit.setText("embeddings")  # the edited paper leaves the view
+    qtbot.waitUntil(lambda: "embeddings" in panel.count_label.text(), timeout=3000)
+    assert panel.library.get_by_citekey("koll1978weird").venue == "SIGIR Forum (edited)"
+    editor.inputs["title"].setText("x")
+    qtbot.keyClick(editor.inputs["title"], Qt.Key.Key_Return)  # Enter saves
+    assert panel.library.get_by_citekey("koll1978weird").title == "x"
+
+
 def test_delete_to_trash_undo_and_confirmed_empty(panel, qtbot):
     total = panel.library.count()
     _select(panel, "koci2018query")
     panel.table.setFocus()
+    row = panel.table.currentIndex().row()
     qtbot.keyClick(panel.table, Qt.Key.Key_Delete)
     assert panel.model.rowCount() == total - 1 and panel.undo_button.isVisible()
+    assert panel.table.currentIndex().row() == min(row, total - 2)  # the next paper is current
+    assert panel.details.paper.id == panel.model.paper_id(panel.table.currentIndex().row())
     qtbot.mouseClick(panel.undo_button, Qt.MouseButton.LeftButton)
     assert panel.model.rowCount() == total and panel.library.get_by_citekey("koci2018query")
     _select(panel, "koci2018query")

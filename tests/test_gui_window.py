@@ -142,7 +142,9 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
         f"recommendation: {len(beat.gaps)} heartbeats, max UI gap {beat.max_gap_ms:.1f} ms, "
         f"timings {result.timings_ms}"
     )
-    assert len(beat.gaps) > 5  # the event loop kept running while the worker computed
+    # the event loop kept running while the worker computed (a warm recommendation can take
+    # only a few 5 ms ticks: the gap bound below is the real check)
+    assert len(beat.gaps) >= 2
     assert beat.max_gap_ms < ui_gap_limit_ms(), f"UI thread blocked for {beat.max_gap_ms:.0f} ms"
 
     panel = window.results_panel

@@ -315,6 +315,29 @@ def test_table_sorts_filters_and_searches_in_sql(mgr):
     assert table.refresh(View(trash=True)) == 1
 
 
+def test_papers_without_a_value_sort_last_both_ways(mgr):
+    """Sorting by year (or venue) lists the papers that have one first, ascending or descending,
+    as a user looking for the oldest paper expects; a search keeps that order."""
+    table = PaperTable(mgr.lib)
+    ids = table.refresh(View())
+    first, second = table.ids[0], table.ids[1]
+    mgr.lib.conn.execute("UPDATE papers SET year = NULL WHERE id = ?", (first,))
+    mgr.lib.conn.execute("UPDATE papers SET year = NULL, venue = '' WHERE id = ?", (second,))
+    for descending in (False, True):
+        n = table.refresh(View(sort="year", descending=descending))
+        years = [r["year"] for r in table.rows(0, n)]
+        assert n == ids and years[-2:] == [None, None], descending
+        assert years[:-2] == sorted(years[:-2], reverse=descending)
+        n = table.refresh(View(sort="venue", descending=descending))
+        venues = [r["venue"] or "" for r in table.rows(0, n)]
+        filled = [v for v in venues if v]
+        assert second in table.ids[len(filled) :] and venues[: len(filled)] == filled
+    table.refresh(View(sort="year", descending=True))
+    hits = table.refresh(View(sort="year", descending=True, search="koll"), reuse_order=True)
+    years = [r["year"] for r in table.rows(0, hits)]
+    assert hits and years == sorted(years, reverse=True)
+
+
 def test_pipeline_only_ids_mask(mgr):
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
 

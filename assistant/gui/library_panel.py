@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -131,6 +131,9 @@ class LibraryPanel(QWidget):
         header.setStretchLastSection(False)
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._column_menu)
+        self._sizing, self._user_sized, self._going_back = False, False, False
+        header.sectionResized.connect(self._column_dragged)
+        self.table.viewport().installEventFilter(self)
         self._size_columns()
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._table_menu)
@@ -251,12 +254,39 @@ class LibraryPanel(QWidget):
         if view.search:
             note += f" match “{view.search}”"
         self.count_label.setText(note)
-        self.details.load(None, None)
+        if self.details.has_changes():  # the edited paper left the view: save, never drop edits
+            self.details.save()  # an invalid edit stays in the pane with its error
+        else:
+            self.details.load(None, None)
 
     def _size_columns(self) -> None:
+        """Default widths; a wider table gives the spare room to title, authors and venue (until
+        the user drags a column: then the widths are theirs)."""
         widths = {"citekey": 120, "title": 320, "authors": 130, "year": 48, "venue": 160}
-        for i, key in enumerate(self.model.columns):
-            self.table.horizontalHeader().resizeSection(i, widths.get(key, 110))
+        share = {"title": 0.6, "authors": 0.2, "venue": 0.2}
+        keys = self.model.columns
+        base = [widths.get(key, 110) for key in keys]
+        spare = max(0, self.table.viewport().width() - sum(base) - 2)
+        header = self.table.horizontalHeader()
+        self._sizing = True
+        try:
+            for i, key in enumerate(keys):
+                header.resizeSection(i, base[i] + int(spare * share.get(key, 0.0)))
+        finally:
+            self._sizing = False
+
+    def _column_dragged(self, *_args) -> None:
+        if not self._sizing:
+            self._user_sized = True
+
+    def eventFilter(self, watched, event) -> bool:
+        if (
+            watched is self.table.viewport()
+            and event.type() == QEvent.Type.Resize
+            and not self._user_sized
+        ):
+            self._size_columns()
+        return super().eventFilter(watched, event)
 
     # --- sidebar -------------------------------------------------------------------------------
     def _fill_sidebar(self) -> None:
@@ -359,10 +389,33 @@ class LibraryPanel(QWidget):
         self.table.scrollTo(index)
         return True
 
-    def _show_details(self, current, _previous=None) -> None:
-        if self.manager is None or not current.isValid():
+    def save_pending_edits(self) -> bool:
+        """Save the details pane's unsaved edits (selection change, closing). When they are
+        invalid the user discards them or keeps editing (False)."""
+        if not self.details.has_changes() or self.details.save():
+            return True
+        key = self.details.paper.citekey if self.details.paper else ""
+        why = self.details.error_label.text()
+        if self.confirm(
+            "Unsaved changes", f"The changes to {key} cannot be saved: {why}\n\nDiscard them?"
+        ):
+            self.details.reload()
+            return True
+        return False
+
+    def _show_details(self, current, previous=None) -> None:
+        if self.manager is None or not current.isValid() or self._going_back:
             return
-        self.details.load(self.manager, self.model.paper_id(current.row()))
+        paper_id = self.model.paper_id(current.row())
+        if not self.save_pending_edits():  # keep editing: back to the edited paper's row
+            if previous is not None and previous.isValid():
+                self._going_back = True
+                try:
+                    self.table.setCurrentIndex(previous)
+                finally:
+                    self._going_back = False
+            return
+        self.details.load(self.manager, paper_id)
 
     # --- actions --------------------------------------------------------------------------------
     def _run(self, func, *args):
@@ -398,9 +451,14 @@ class LibraryPanel(QWidget):
         ids = self.selected_ids()
         if not ids or self.manager is None or self.model.view.trash:
             return 0
+        row = min(self.model.row_of(i) or 0 for i in ids)
         n = self._run(self.manager.trash, ids) or 0
         self.last_trashed = ids
         self._after_change()
+        if self.model.rowCount():  # the paper after the deleted ones is current, as in Zotero
+            index = self.model.index(min(row, self.model.rowCount() - 1), 0)
+            self.table.setCurrentIndex(index)
+            self.table.scrollTo(index)
         self.count_label.setText(f"Moved {n} paper(s) to the trash")
         self.undo_button.setVisible(True)
         return n

@@ -34,6 +34,7 @@ from assistant.gui.menus import (
     central_with_find_bar,
     fit_to_screen,
     size_docks,
+    toggle_library_window,
 )
 from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
@@ -177,6 +178,13 @@ class MainWindow(QMainWindow, DocumentOps):
         )
         self._action(lib_menu, "Import a f&older…", lambda: self.import_library_dialog("folder"))
         self._action(lib_menu, "Import from &Zotero…", lambda: self.import_library_dialog("zotero"))
+        self._action(
+            lib_menu,
+            "Library in a &large window",
+            lambda: toggle_library_window(self),
+            "Ctrl+Shift+L",
+            "The library table in a window of its own (again: back into the side panel)",
+        )
         self._action(lib_menu, "&Rebuild index", self.rebuild_index)
         self._action(
             lib_menu,
@@ -725,7 +733,7 @@ class MainWindow(QMainWindow, DocumentOps):
         )
 
     def closeEvent(self, event) -> None:
-        if not self.maybe_save_all():
+        if not self.library_panel.save_pending_edits() or not self.maybe_save_all():
             event.ignore()
             return
         self._store_filters()

@@ -26,6 +26,7 @@ SHORTCUTS = (
     ("F8 / Shift+F8", "Next / previous sentence flagged as missing a citation"),
     ("Ctrl+Shift+M", "Find missing citations"),
     ("Ctrl+Shift+F", "Search the library"),
+    ("Ctrl+Shift+L", "Library in a large window / back into the side panel"),
     ("Ctrl+Shift+P", "Import a manuscript PDF"),
     ("Ctrl+I", "Import files into the library"),
     ("Ctrl+,", "Settings (citation command, models, device)"),
@@ -264,3 +265,21 @@ def size_docks(window) -> None:
         res_w = max(RESULTS_MIN_WIDTH, min(res_w, spare - LIBRARY_MIN_WIDTH))
         lib_w = max(LIBRARY_MIN_WIDTH, spare - res_w)
     window.resizeDocks([library, results], [lib_w, res_w], Qt.Orientation.Horizontal)
+
+
+def toggle_library_window(window) -> None:
+    """The library dock as a large window of its own (most of the screen: every column, a wide
+    details pane) or back in the side panel."""
+    dock = window.findChild(QDockWidget, "Library")
+    if dock.isFloating():
+        dock.setFloating(False)
+        size_docks(window)
+        return
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    area = screen.availableGeometry()
+    dock.setFloating(True)
+    dx, dy = area.width() // 12, area.height() // 12
+    dock.setGeometry(area.adjusted(dx, dy, -dx, -dy))
+    dock.show()
+    dock.raise_()
+    dock.activateWindow()

@@ -79,6 +79,7 @@ class PaperEditor(QWidget):
                     widget.setPlaceholderText("One name per line: Last, First")
             else:
                 widget = QLineEdit()
+                widget.returnPressed.connect(self.save)  # Enter in a one-line field saves
             widget.setObjectName(f"field_{key}")
             self.inputs[key] = widget
             form.addRow(label, widget)
@@ -91,7 +92,6 @@ class PaperEditor(QWidget):
         self.error_label.setObjectName("editError")
         self.error_label.setStyleSheet("color: #b00020;")
         self.error_label.setWordWrap(True)
-        form.addRow(self.error_label)
         buttons = QHBoxLayout()
         self.save_button = QPushButton("Save")
         self.save_button.clicked.connect(self.save)
@@ -100,12 +100,18 @@ class PaperEditor(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.discard_button)
         buttons.addWidget(self.save_button)
-        form.addRow(buttons)
-        # the form scrolls: its fields never set the window's minimum height (1024x700, scale 1.5)
+        # the form scrolls: its fields never set the window's minimum height (1024x700, scale 1.5);
+        # the error line and Save / Discard stay in sight below it
         form_scroll = QScrollArea()
         form_scroll.setWidgetResizable(True)
         form_scroll.setWidget(form_page)
-        tabs.addTab(form_scroll, "Details")
+        details_page = QWidget()
+        dl = QVBoxLayout(details_page)
+        dl.setContentsMargins(0, 0, 0, 0)
+        dl.addWidget(form_scroll, 1)
+        dl.addWidget(self.error_label)
+        dl.addLayout(buttons)
+        tabs.addTab(details_page, "Details")
 
         history_page = QWidget()
         hl = QVBoxLayout(history_page)
@@ -159,6 +165,15 @@ class PaperEditor(QWidget):
             )
         )
         self.setEnabled(True)
+
+    def has_changes(self) -> bool:
+        """Whether the form holds edits not saved yet (unreadable ones count)."""
+        if self.paper is None:
+            return False
+        try:
+            return bool(self.changes())
+        except ValueError:
+            return True
 
     def reload(self) -> None:
         self.load(self.manager, self.paper.id if self.paper else None)

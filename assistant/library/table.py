@@ -110,8 +110,9 @@ class PaperTable:
         self.view = View()
         self.ids: list[int] = []
         self._ascending: list[int] = []  # the view's order without the search, ascending
+        self._filled = 0  # how many of them have a value in the sort column (blanks come last)
         self._base_desc: list[int] | None = None
-        self._rank: dict[int, int] | None = None
+        self._rank: dict[bool, dict[int, int]] = {}
         self._base_key: View | None = None
         self._positions: dict[int, int] | None = None
 
@@ -158,17 +159,22 @@ class PaperTable:
         base_key = replace(view, search="", descending=False)
         if not reuse_order or base_key != self._base_key:
             where, args = self._where(view)
+            column = _BY_KEY[view.sort]
+            blank = f"(({column.select}) IS NULL OR ({column.select}) = '')"
             sql = (
-                f"SELECT p.id FROM papers p WHERE {' AND '.join(where)} "
-                f"ORDER BY {_BY_KEY[view.sort].sort}, p.id"
+                f"SELECT p.id, {blank} FROM papers p WHERE {' AND '.join(where)} "
+                f"ORDER BY {blank}, {column.sort}, p.id"
             )
-            self._ascending = [r[0] for r in self.lib.conn.execute(sql, args)]
+            rows = self.lib.conn.execute(sql, args).fetchall()
+            self._ascending = [r[0] for r in rows]
+            self._filled = sum(1 for r in rows if not r[1])
             self._base_key = base_key
             self._base_desc = None
-            self._rank = None
-        if view.descending:  # (x DESC, id DESC) is exactly the reverse of (x, id)
+            self._rank = {}
+        if view.descending:  # papers with a value reversed ((x DESC, id DESC)), blanks still last
             if self._base_desc is None:
-                self._base_desc = self._ascending[::-1]
+                filled = self._ascending[: self._filled]
+                self._base_desc = filled[::-1] + self._ascending[self._filled :]
             base = self._base_desc
         else:
             base = self._ascending
@@ -189,11 +195,10 @@ class PaperTable:
             except sqlite3.OperationalError:  # a query FTS5 refuses: nothing, not a crash
                 hits = []
             if len(hits) * 8 < len(base):  # few hits: order them by their rank in the base order
-                if self._rank is None:
-                    self._rank = {pid: n for n, pid in enumerate(self._ascending)}
-                rank = self._rank
-                ranked = sorted((rank[h] for h in hits if h in rank), reverse=view.descending)
-                self.ids = [self._ascending[n] for n in ranked]
+                rank = self._rank.get(view.descending)
+                if rank is None:
+                    rank = self._rank[view.descending] = {pid: n for n, pid in enumerate(base)}
+                self.ids = [base[n] for n in sorted(rank[h] for h in hits if h in rank)]
             else:
                 wanted = set(hits)
                 self.ids = [i for i in base if i in wanted]

@@ -2,7 +2,8 @@
 
 A chip names how a recommended paper would be cited here (``method 87%``) or, when the evidence
 about this paper is weak, says so (``method? uncertain``). Evidence is weak when the intent stage
-flagged it (``Recommendation.intent_uncertain``) or when every card of the list carries the same
+flagged it (``Recommendation.intent_uncertain``; without a flag, the stage's own threshold
+``UNCERTAIN_BELOW``) or when every card of the list carries the same
 distribution: then only the sentence's intent is known and nothing about the paper.
 """
 
@@ -10,10 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from assistant.retrieval.intent_stage import DEFAULT_UNCERTAIN_BELOW as UNCERTAIN_BELOW
 from assistant.retrieval.pipeline import Recommendation
-
-#: a label weaker than this is uncertain when the stage set no flag of its own
-UNCERTAIN_BELOW = 0.55
 
 
 @dataclass(frozen=True)

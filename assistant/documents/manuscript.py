@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from assistant.documents.abbreviations import find_abbreviations
 from assistant.documents.citeworthiness import default_scorer
 from assistant.documents.draft import parse_draft, sentence_plain_text
 from assistant.documents.model import Document, MissingCitation
@@ -157,6 +158,8 @@ def _recommend(
         except TypeError:
             config = None
     ranked = sorted(missing, key=lambda m: -m.score)[:max_recommend]
+    full_text = " ".join([doc.title, doc.abstract] + [s.text for s in doc.sentences()])
+    defined = tuple(find_abbreviations(full_text).items())
     for item in ranked:
         if cancelled is not None and cancelled():
             break
@@ -170,6 +173,7 @@ def _recommend(
                 context=_query_text(context, doc.format) or None,
                 cited_ids=tuple(sorted(cited)),
                 year=doc.year,
+                abbreviations=defined,
             )
             result = (
                 recommender.recommend(query, config=config)

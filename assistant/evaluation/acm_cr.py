@@ -24,6 +24,7 @@ from pathlib import Path
 
 import click
 
+from assistant.documents.abbreviations import find_abbreviations
 from assistant.evaluation.acm_cr_data import (
     build_queries,
     load_collection,
@@ -69,6 +70,13 @@ def _find_blacklist(papers_dir: Path) -> Path | None:
     return None
 
 
+def manuscript_abbreviations(paper) -> dict[str, str]:
+    """The abbreviations a citing paper defines in the text the benchmark gives of it."""
+    return find_abbreviations(
+        " ".join([paper.title, paper.abstract] + [c.text for c in paper.contexts])
+    )
+
+
 def evaluate_acm_cr(
     papers_dir: Path | str,
     library,
@@ -83,6 +91,7 @@ def evaluate_acm_cr(
     progress: Callable[[int, int], None] | None = None,
     covered_only: bool = False,
     collect: list | None = None,
+    abbreviations: bool = True,
 ) -> dict:
     """Run the protocol; returns ``{"levels": {level: {variant: {stage: metrics}}}, "latency_ms": ..., ...}``.
 
@@ -90,6 +99,8 @@ def evaluate_acm_cr(
     ``recommender`` may be passed to reuse a loaded one. Run files (TREC) go to ``run_dir``.
     ``covered_only`` restricts the candidates to papers that already have a vector (a fair
     stage comparison while the dense index is partial; not the published protocol).
+    ``abbreviations``: enhanced/product queries expand the abbreviations the citing paper
+    defines (in its title, abstract and contexts), as the product does with the draft.
     """
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
     from assistant.retrieval.query import Query
@@ -116,6 +127,11 @@ def evaluate_acm_cr(
     if "product" in variants:
         read_pdf_meta(papers)
     queries = [q for q in build_queries(papers, tuple(levels)) if q.cited_dois & by_doi.keys()]
+    defined = (
+        {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
+        if abbreviations
+        else {}
+    )
     if limit:
         queries = queries[:limit]
     run_config = replace(
@@ -149,6 +165,7 @@ def evaluate_acm_cr(
                 enhance=enhanced,
                 authors=q.authors if product else (),
                 year=q.year if product else None,
+                abbreviations=defined.get(q.paper, ()) if enhanced else (),
             )
             t = time.perf_counter()
             pre = recommender.prefilter(query, run_config)

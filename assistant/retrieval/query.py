@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from assistant.documents.abbreviations import expand
 from assistant.errors import AssistantError
 
 MODES = ("auto", "local", "paragraph", "global")
@@ -104,6 +105,9 @@ class Query:
     authors: tuple[str, ...] = ()
     enhance: bool = True  # add the manuscript's title/abstract to local queries
     extra: dict[str, str] = field(default_factory=dict)
+    #: (short form, long form) the manuscript defines ("LTR", "learning to rank"): a short form
+    #: in the passage gets its long form written after it (documents.abbreviations)
+    abbreviations: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -122,6 +126,8 @@ class Query:
         mode = self.resolved_mode()
         text = strip_citation_markers(self.text)
         context = strip_citation_markers(self.context or "")
+        if self.abbreviations:
+            text, context = expand(text, self.abbreviations), expand(context, self.abbreviations)
         title_abstract = " ".join(
             p.strip() for p in (self.title or "", self.abstract or "") if p and p.strip()
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.documents import textops
+from assistant.documents.abbreviations import find_abbreviations, short_forms_in
 from assistant.documents.bibfile import (
     BibChange,
     apply_bib_change,
@@ -82,6 +83,7 @@ def query_for_selection(
     if style == textops.LATEX:  # \section{Method}, \begin{itemize}, \label{..}: not prose
         text = strip_latex(text)
         context = strip_latex(context) if context else context
+    used = short_forms_in(f"{text} {context or ''}")
     query = Query(
         text=text,
         mode=spec.mode,
@@ -89,6 +91,7 @@ def query_for_selection(
         abstract=abstract or None,
         context=context or None,
         cited_ids=tuple(cited_ids),
+        abbreviations=tuple(find_abbreviations(document, used).items()) if used else (),
         authors=tuple(
             authors if authors is not None else textops.manuscript_authors(document, style)
         ),

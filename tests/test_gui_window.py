@@ -364,7 +364,7 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
 
     from assistant.config import index_dir_for
     from assistant.gui.main_window import MainWindow
-    from assistant.retrieval.index import index_status
+    from assistant.retrieval.index import DEFAULT_MAX_LENGTH, index_status
     from assistant.training.encoder import EncoderOptions
 
     db = tmp_path / "library.sqlite"
@@ -396,9 +396,8 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
 
     meta = index_status(index_dir_for(db))
     assert meta["encoder"] == "adapted-gui-test" and meta["fingerprint"] != before["fingerprint"]
-    assert (
-        meta["max_length"] == before["max_length"] == 128
-    )  # trained and re-indexed at the index's length
+    # trained and re-indexed at the index's length (the default, 256, when the test indexed)
+    assert meta["max_length"] == before["max_length"] == DEFAULT_MAX_LENGTH
     assert win.settings.encoder == "adapted-gui-test"
     assert "Adapted encoder 'adapted-gui-test'" in win.status_label.text()
     result = win.engine.recommend("neural ranking models for ad hoc retrieval")

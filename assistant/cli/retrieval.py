@@ -63,7 +63,7 @@ class _Progress:
     "--max-length",
     type=int,
     default=None,
-    help="Tokens embedded per paper (default: the index's, else 128).",
+    help="Tokens embedded per paper (default: the index's, else 256).",
 )
 @click.option(
     "--reuse-from",

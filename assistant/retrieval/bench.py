@@ -125,6 +125,13 @@ def _time(rec, queries, config, repeats: int = 1) -> dict:
 )
 @click.option("--candidates", type=int, default=100, show_default=True)
 @click.option(
+    "--ranker",
+    default="auto",
+    show_default=True,
+    help="Learned ranker timed on top of the prefilter ('ranked'): auto (the shipped one), "
+    "off, or a folder.",
+)
+@click.option(
     "--embed-docs",
     type=int,
     default=256,
@@ -133,12 +140,15 @@ def _time(rec, queries, config, repeats: int = 1) -> dict:
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
 @click.pass_context
-def bench_query(ctx, db, papers_dir, sizes, n_queries, reranker, candidates, embed_docs, as_json):
+def bench_query(
+    ctx, db, papers_dir, sizes, n_queries, reranker, candidates, ranker, embed_docs, as_json
+):
     """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
     from assistant.cli import resolve_db_path
     from assistant.config import REPO_ROOT, index_dir_for
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
+    from assistant.retrieval.ranker import resolve_ranker
 
     path = resolve_db_path(ctx, db)
     if not path.exists():
@@ -163,7 +173,9 @@ def bench_query(ctx, db, papers_dir, sizes, n_queries, reranker, candidates, emb
         "sizes": {},
     }
     queries = _queries(papers, n_queries)
-    prefilter = replace(full.config, reranker=None, candidates=candidates)
+    prefilter = replace(full.config, reranker=None, candidates=candidates, ranker=None)
+    ranker_dir = resolve_ranker(ranker)
+    out["ranker"] = ranker_dir
     n_index = len(full.searcher.bm25)
     for size in sorted({min(int(s), n_index) for s in sizes.split(",") if s.strip()}):
         if size == n_index:
@@ -172,6 +184,8 @@ def bench_query(ctx, db, papers_dir, sizes, n_queries, reranker, candidates, emb
             searcher, bm25_rate = _subset_searcher(full.searcher, library, size)
             rec = Recommender(library, full.config, encoder=full.encoder, searcher=searcher)
         row = {"prefilter": _time(rec, queries, prefilter)}
+        if ranker_dir:
+            row["ranked"] = _time(rec, queries, replace(prefilter, ranker=ranker_dir))
         if bm25_rate:
             row["bm25_build_docs_per_s"] = round(bm25_rate, 1)
         if reranker:

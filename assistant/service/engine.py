@@ -63,7 +63,7 @@ class ServiceSettings:
 
     db_path: Path | None = None
     encoder: str | None = None  # None = the index's encoder, else the default (minilm)
-    max_length: int | None = None  # tokens embedded per paper (None = the index's, else 128)
+    max_length: int | None = None  # tokens embedded per paper (None = the index's, else 256)
     device: str = "auto"  # auto | cpu | cuda
     reranker: str | None = "auto"  # see retrieval.pipeline.resolve_reranker
     ranker: str | None = "auto"  # learned ranker: see retrieval.ranker.resolve_ranker

@@ -100,7 +100,7 @@ def test_library_import_dispatches_pdf(tmp_path, library):
 
 
 def test_eval_pdf_command_on_dev_subset(acm_dev_dir, tmp_path):
-    from assistant.evaluation.pdf_eval import eval_pdf
+    from assistant.cli.evaluate import eval_pdf
 
     sub = tmp_path / "dev" / "sigir-2020"
     sub.mkdir(parents=True)

@@ -158,7 +158,7 @@ def test_fingerprint_differs_between_precisions(encoder, encoder_fp32):
 
 @pytest.mark.timeout(1800)  # the shared 2-core machine can be very busy
 def test_parity_with_pytorch_on_real_abstracts(encoder, encoder_fp32, torch_minilm, shared_data):
-    from assistant.inference.texts import documents_from_archive
+    from assistant.evaluation.texts import documents_from_archive
 
     texts = documents_from_archive(shared_data / "acm-cr" / "acm-dl.tar.xz", 32)
     assert len(texts) == 32
@@ -170,7 +170,7 @@ def test_parity_with_pytorch_on_real_abstracts(encoder, encoder_fp32, torch_mini
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_parity_on_1k_real_abstracts(encoder, encoder_fp32, torch_minilm, shared_data):
-    from assistant.inference.texts import documents_from_archive
+    from assistant.evaluation.texts import documents_from_archive
 
     texts = documents_from_archive(shared_data / "acm-cr" / "acm-dl.tar.xz", 1000)
     fp32, int8 = _parity(encoder, encoder_fp32, torch_minilm, texts)

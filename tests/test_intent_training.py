@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from assistant.errors import AssistantError
 from assistant.training.intent import (
     IntentTrainConfig,
     classification_metrics,
@@ -114,12 +115,11 @@ def test_interrupted_run_resumes_to_the_same_model(tiny_data, tmp_path):
 
 
 def test_resume_refuses_a_different_configuration(tiny_data, tmp_path):
-    import click
 
     cfg = _cfg(tiny_data, tmp_path, "cfg", max_steps=2)
     train(cfg, progress=lambda m: None)
     other = _cfg(tiny_data, tmp_path, "cfg", max_steps=2, lr=1e-3)
-    with pytest.raises(click.ClickException, match="different configuration"):
+    with pytest.raises(AssistantError, match="different configuration"):
         train(other, progress=lambda m: None)
 
 
@@ -187,7 +187,6 @@ def test_warm_start_continues_from_an_earlier_checkpoint(tiny_data, tmp_path):
 
 def test_distillation_from_a_teacher_checkpoint(tiny_data, tmp_path):
     """A teacher run's logits are dumped once and steer a student run (soft targets)."""
-    import click
     import torch
 
     from assistant.training.intent import training_examples
@@ -205,7 +204,7 @@ def test_distillation_from_a_teacher_checkpoint(tiny_data, tmp_path):
     texts = [e.text for e in training_examples(teacher)]
     logits = load_teacher_logits(logits_file, texts)
     assert logits.shape == (len(texts), 3) and np.isfinite(logits).all()
-    with pytest.raises(click.ClickException, match="no teacher logits for 1 of"):
+    with pytest.raises(AssistantError, match="no teacher logits for 1 of"):
         load_teacher_logits(logits_file, [*texts[:2], "a text the teacher never saw"])
 
     t = torch.tensor(logits[:4])

@@ -126,9 +126,9 @@ def main(ctx: click.Context, db_path: str | None, verbose: bool) -> None:
     "eval",
     cls=LazyGroup,
     lazy_subcommands={
-        "acm-cr": "assistant.evaluation.acm_cr:eval_acm_cr",
-        "pdf": "assistant.evaluation.pdf_eval:eval_pdf",
-        "scicite": "assistant.evaluation.scicite_eval:eval_scicite",
+        "acm-cr": "assistant.cli.evaluate:eval_acm_cr",
+        "pdf": "assistant.cli.evaluate:eval_pdf",
+        "scicite": "assistant.cli.evaluate:eval_scicite",
     },
 )
 def eval_group() -> None:
@@ -139,8 +139,8 @@ def eval_group() -> None:
     "bench",
     cls=LazyGroup,
     lazy_subcommands={
-        "encode": "assistant.inference.bench:bench_encode",
-        "query": "assistant.retrieval.bench:bench_query",
+        "encode": "assistant.cli.bench:bench_encode",
+        "query": "assistant.cli.bench:bench_query",
     },
 )
 def bench_group() -> None:
@@ -153,7 +153,7 @@ def bench_group() -> None:
     lazy_subcommands={
         "reranker": "assistant.cli.train:train_reranker",
         "encoder": "assistant.cli.train:train_encoder",
-        "intent": "assistant.training.intent:train_intent",
+        "intent": "assistant.cli.train:train_intent",
         "paper-intent": "assistant.cli.train:train_paper_intent",
     },
 )

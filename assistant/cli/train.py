@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 import time
+from pathlib import Path
 
 import click
+
+from assistant.training.intent import IntentTrainConfig, train
 
 
 def _progress_printer(every_s: float = 5.0):
@@ -279,3 +284,181 @@ def train_paper_intent(intent_model, out_dir) -> None:
         raise click.ClickException(f"{citectx_dir()} not found (set ASSISTANT_SHARED_DATA)")
     metrics = build(intent_model, target, lambda m: click.echo(m, err=True))
     click.echo(json.dumps(metrics, indent=2))
+
+
+@click.command("intent")
+@click.option(
+    "--train",
+    "train_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="SciCite train.jsonl (default: ../shared/data/scicite/train.jsonl).",
+)
+@click.option(
+    "--dev",
+    "dev_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="SciCite dev.jsonl used for model selection and calibration.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Model folder to write (default: assistant/models/intent-<base>).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Checkpoints (resume from here); default: $ASSISTANT_HOME/train/intent-<base>.",
+)
+@click.option(
+    "--base-model", default="minilm", show_default=True, help="minilm, mpnet or a local HF folder."
+)
+@click.option("--epochs", type=float, default=3.0, show_default=True)
+@click.option("--lr", type=float, default=7e-5, show_default=True)
+@click.option("--batch-size", type=int, default=16, show_default=True)
+@click.option("--max-length", type=int, default=128, show_default=True)
+@click.option("--seed", type=int, default=13, show_default=True)
+@click.option(
+    "--max-steps", type=int, default=None, help="Stop after this many steps (smoke runs)."
+)
+@click.option(
+    "--limit-train", type=int, default=None, help="Use only the first N training examples."
+)
+@click.option("--limit-dev", type=int, default=None, help="Use only the first N dev examples.")
+@click.option("--evals-per-epoch", type=int, default=3, show_default=True)
+@click.option("--checkpoint-every", type=int, default=100, show_default=True)
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option(
+    "--head-lr",
+    type=float,
+    default=1e-3,
+    show_default=True,
+    help="Learning rate of the classifier head.",
+)
+@click.option(
+    "--init-from",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Warm start from the weights of an earlier checkpoint (fresh optimizer and schedule).",
+)
+@click.option(
+    "--aux",
+    is_flag=True,
+    help="Also train on citectx (ACL-ARC + 3C train, labels mapped to SciCite).",
+)
+@click.option("--aux-weight", type=float, default=0.5, show_default=True)
+@click.option(
+    "--teacher-logits",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Distil: .npz written by --dump-logits of a teacher run.",
+)
+@click.option("--distill-alpha", type=float, default=0.5, show_default=True)
+@click.option("--distill-temperature", type=float, default=2.0, show_default=True)
+@click.option(
+    "--dump-logits",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write this run's logits on the training texts (teacher for distillation) and stop; "
+    "uses --work-dir's best.pt (last.pt while the first evaluation is pending).",
+)
+@click.option(
+    "--train-top-layers",
+    type=int,
+    default=None,
+    help="Freeze all but the top N encoder layers (a big encoder trains ~2x faster on CPU).",
+)
+@click.option("--no-export", is_flag=True, help="Train only; do not write the ONNX model folder.")
+@click.option(
+    "--export-only", is_flag=True, help="Export the best checkpoint of --work-dir without training."
+)
+def train_intent(
+    train_path,
+    dev_path,
+    out_dir,
+    work_dir,
+    base_model,
+    epochs,
+    lr,
+    batch_size,
+    max_length,
+    seed,
+    max_steps,
+    limit_train,
+    limit_dev,
+    evals_per_epoch,
+    checkpoint_every,
+    threads,
+    head_lr,
+    init_from,
+    aux,
+    aux_weight,
+    teacher_logits,
+    distill_alpha,
+    distill_temperature,
+    dump_logits,
+    train_top_layers,
+    no_export,
+    export_only,
+) -> None:
+    """Fine-tune the citation-intent classifier on SciCite and export int8 ONNX."""
+    from assistant.config import SHIPPED_MODELS_DIR, data_dir
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    from assistant.training.data import shared_data_dir
+
+    scicite = shared_data_dir() / "scicite"
+    train_path = Path(train_path or scicite / "train.jsonl")
+    dev_path = Path(dev_path or scicite / "dev.jsonl")
+    for p in (train_path, dev_path):
+        if not p.is_file():
+            raise click.ClickException(f"{p} not found; pass --train/--dev")
+    tag = Path(base_model).name if Path(base_model).is_dir() else base_model
+    cfg = IntentTrainConfig(
+        train_path=train_path,
+        dev_path=dev_path,
+        out_dir=Path(out_dir) if out_dir else SHIPPED_MODELS_DIR / f"intent-{tag}",
+        work_dir=Path(work_dir) if work_dir else data_dir() / "train" / f"intent-{tag}",
+        base_model=base_model,
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch_size,
+        max_length=max_length,
+        seed=seed,
+        max_steps=max_steps,
+        limit_train=limit_train,
+        limit_dev=limit_dev,
+        evals_per_epoch=evals_per_epoch,
+        checkpoint_every=checkpoint_every,
+        threads=threads,
+        export=not no_export,
+        head_lr=head_lr,
+        init_from=Path(init_from) if init_from else None,
+        aux=aux,
+        aux_weight=aux_weight,
+        teacher_logits=Path(teacher_logits) if teacher_logits else None,
+        distill_alpha=distill_alpha,
+        distill_temperature=distill_temperature,
+        train_top_layers=train_top_layers,
+    )
+    if dump_logits:
+        from assistant.training.intent_distill import dump_teacher_logits
+
+        # the best checkpoint, or the latest one of a run still in progress
+        found = [p for p in (cfg.work_dir / "best.pt", cfg.work_dir / "last.pt") if p.is_file()]
+        if not found:
+            raise click.ClickException(f"no checkpoint in {cfg.work_dir}; train the teacher first")
+        dump_teacher_logits(cfg, found[0], Path(dump_logits), lambda m: click.echo(m, err=True))
+        return
+    summary = train(cfg, progress=lambda m: click.echo(m, err=True), export_only=export_only)
+    click.echo(
+        json.dumps(
+            {k: summary[k] for k in ("steps", "best_step", "train_time_s", "temperature")}
+            | {"dev_macro_f1": summary["dev"]["macro_f1"], "out_dir": str(cfg.out_dir)}
+        )
+    )

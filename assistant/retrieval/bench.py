@@ -3,14 +3,14 @@ throughput and memory, printed as JSON (figures go to assistant/models/BENCHMARK
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import replace
 from pathlib import Path
 
-import click
 import numpy as np
+
+from assistant.errors import AssistantError
 
 
 def _rss_mb() -> float:
@@ -96,66 +96,26 @@ def _time(rec, queries, config, repeats: int = 1) -> dict:
     }
 
 
-@click.command("query")
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="An indexed library (default: global --db).",
-)
-@click.option(
-    "--papers",
-    "papers_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="ACM-CR dev folder to draw realistic queries from (default: ../shared/data/acm-cr/dev if present).",
-)
-@click.option(
-    "--sizes",
-    default="10000,100000",
-    show_default=True,
-    help="Library sizes (capped at the index size).",
-)
-@click.option("--queries", "n_queries", type=int, default=50, show_default=True)
-@click.option(
-    "--reranker",
-    default=None,
-    help="Cross-encoder to time the reranking of --candidates candidates.",
-)
-@click.option("--candidates", type=int, default=100, show_default=True)
-@click.option(
-    "--ranker",
-    default="auto",
-    show_default=True,
-    help="Learned ranker timed on top of the prefilter ('ranked'): auto (the shipped one), "
-    "off, or a folder.",
-)
-@click.option(
-    "--embed-docs",
-    type=int,
-    default=256,
-    show_default=True,
-    help="Papers embedded to measure indexing throughput.",
-)
-@click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
-@click.pass_context
-def bench_query(
-    ctx, db, papers_dir, sizes, n_queries, reranker, candidates, ranker, embed_docs, as_json
-):
-    """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
-    from assistant.cli import resolve_db_path
-    from assistant.config import REPO_ROOT, index_dir_for
+def run_query_bench(
+    path: Path,
+    papers: Path | None,
+    sizes: list[int],
+    n_queries: int,
+    reranker: str | None = None,
+    candidates: int = 100,
+    ranker: str | None = "auto",
+    embed_docs: int = 256,
+) -> dict:
+    """Recommendation latency (p50/p95) per library size, with and without the learned ranker
+    (and the cross-encoder when ``reranker``), embedding throughput and memory
+    (``assistant bench query``). Queries come from the ACM-CR papers in ``papers`` if given."""
+    from assistant.config import index_dir_for
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
     from assistant.retrieval.ranker import resolve_ranker
 
-    path = resolve_db_path(ctx, db)
     if not path.exists():
-        raise click.ClickException(f"library not found: {path}")
-    papers = (
-        Path(papers_dir) if papers_dir else REPO_ROOT.parent / "shared" / "data" / "acm-cr" / "dev"
-    )
+        raise AssistantError(f"library not found: {path}")
     library = Library(path)
     rss0 = _rss_mb()
     t = time.perf_counter()
@@ -177,7 +137,7 @@ def bench_query(
     ranker_dir = resolve_ranker(ranker)
     out["ranker"] = ranker_dir
     n_index = len(full.searcher.bm25)
-    for size in sorted({min(int(s), n_index) for s in sizes.split(",") if s.strip()}):
+    for size in sorted({min(int(s), n_index) for s in sizes}):
         if size == n_index:
             rec, bm25_rate = full, None
         else:
@@ -206,4 +166,4 @@ def bench_query(
         out["embed_docs_per_s"] = round(len(sample) / (time.perf_counter() - t), 1)
     out["load_avg"] = [round(x, 2) for x in os.getloadavg()]
     library.close()
-    click.echo(json.dumps(out, indent=2))
+    return out

@@ -21,9 +21,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import click
 import numpy as np
 
+from assistant.errors import AssistantError
 from assistant.inference.intent import LABELS, normalize_context
 from assistant.training.common import safe_torch_load
 from assistant.training.intent_calibration import cv_bias_gain, fit_class_bias, fit_temperature
@@ -139,7 +139,7 @@ def base_model_path(name: str) -> Path:
             sorted(dest.rglob("config.json"), key=lambda p: len(p.parts)) if dest.is_dir() else []
         )
         return found[0].parent if found else extract_mpnet(dest)
-    raise click.BadParameter(f"unknown base model {name!r} (minilm, mpnet or a local folder)")
+    raise AssistantError(f"unknown base model {name!r} (minilm, mpnet or a local folder)")
 
 
 def _build_model(cfg: IntentTrainConfig):
@@ -309,7 +309,7 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
     if last.exists():
         ck = safe_torch_load(last)
         if ck.get("config_key") != _config_key(cfg):
-            raise click.ClickException(
+            raise AssistantError(
                 f"{last} was written by a different configuration; "
                 "use another --work-dir or delete it"
             )
@@ -424,7 +424,7 @@ def _export_only(cfg: IntentTrainConfig, progress=print) -> dict:
 
     last = cfg.work_dir / "last.pt"
     if not (cfg.work_dir / "best.pt").exists() or not last.exists():
-        raise click.ClickException(f"no checkpoint in {cfg.work_dir}; train first")
+        raise AssistantError(f"no checkpoint in {cfg.work_dir}; train first")
     state = safe_torch_load(last)["state"]
     model, base_path = _build_model(cfg)
     tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
@@ -457,7 +457,7 @@ def _warm_start(model, checkpoint: Path, progress=print) -> None:
     on a fresh schedule, e.g. one more epoch at a lower learning rate."""
 
     if not Path(checkpoint).is_file():
-        raise click.ClickException(f"--init-from: {checkpoint} not found")
+        raise AssistantError(f"--init-from: {checkpoint} not found")
     ck = safe_torch_load(checkpoint)
     model.load_state_dict(ck["model"] if isinstance(ck, dict) and "model" in ck else ck)
     progress(f"warm start from {checkpoint}")
@@ -544,181 +544,3 @@ def finish(
         write_model_card(cfg.out_dir, summary)
         progress(f"exported to {cfg.out_dir}")
     return summary
-
-
-@click.command("intent")
-@click.option(
-    "--train",
-    "train_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="SciCite train.jsonl (default: ../shared/data/scicite/train.jsonl).",
-)
-@click.option(
-    "--dev",
-    "dev_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="SciCite dev.jsonl used for model selection and calibration.",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Model folder to write (default: assistant/models/intent-<base>).",
-)
-@click.option(
-    "--work-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Checkpoints (resume from here); default: $ASSISTANT_HOME/train/intent-<base>.",
-)
-@click.option(
-    "--base-model", default="minilm", show_default=True, help="minilm, mpnet or a local HF folder."
-)
-@click.option("--epochs", type=float, default=3.0, show_default=True)
-@click.option("--lr", type=float, default=7e-5, show_default=True)
-@click.option("--batch-size", type=int, default=16, show_default=True)
-@click.option("--max-length", type=int, default=128, show_default=True)
-@click.option("--seed", type=int, default=13, show_default=True)
-@click.option(
-    "--max-steps", type=int, default=None, help="Stop after this many steps (smoke runs)."
-)
-@click.option(
-    "--limit-train", type=int, default=None, help="Use only the first N training examples."
-)
-@click.option("--limit-dev", type=int, default=None, help="Use only the first N dev examples.")
-@click.option("--evals-per-epoch", type=int, default=3, show_default=True)
-@click.option("--checkpoint-every", type=int, default=100, show_default=True)
-@click.option("--threads", type=int, default=2, show_default=True)
-@click.option(
-    "--head-lr",
-    type=float,
-    default=1e-3,
-    show_default=True,
-    help="Learning rate of the classifier head.",
-)
-@click.option(
-    "--init-from",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Warm start from the weights of an earlier checkpoint (fresh optimizer and schedule).",
-)
-@click.option(
-    "--aux",
-    is_flag=True,
-    help="Also train on citectx (ACL-ARC + 3C train, labels mapped to SciCite).",
-)
-@click.option("--aux-weight", type=float, default=0.5, show_default=True)
-@click.option(
-    "--teacher-logits",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Distil: .npz written by --dump-logits of a teacher run.",
-)
-@click.option("--distill-alpha", type=float, default=0.5, show_default=True)
-@click.option("--distill-temperature", type=float, default=2.0, show_default=True)
-@click.option(
-    "--dump-logits",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write this run's logits on the training texts (teacher for distillation) and stop; "
-    "uses --work-dir's best.pt (last.pt while the first evaluation is pending).",
-)
-@click.option(
-    "--train-top-layers",
-    type=int,
-    default=None,
-    help="Freeze all but the top N encoder layers (a big encoder trains ~2x faster on CPU).",
-)
-@click.option("--no-export", is_flag=True, help="Train only; do not write the ONNX model folder.")
-@click.option(
-    "--export-only", is_flag=True, help="Export the best checkpoint of --work-dir without training."
-)
-def train_intent(
-    train_path,
-    dev_path,
-    out_dir,
-    work_dir,
-    base_model,
-    epochs,
-    lr,
-    batch_size,
-    max_length,
-    seed,
-    max_steps,
-    limit_train,
-    limit_dev,
-    evals_per_epoch,
-    checkpoint_every,
-    threads,
-    head_lr,
-    init_from,
-    aux,
-    aux_weight,
-    teacher_logits,
-    distill_alpha,
-    distill_temperature,
-    dump_logits,
-    train_top_layers,
-    no_export,
-    export_only,
-) -> None:
-    """Fine-tune the citation-intent classifier on SciCite and export int8 ONNX."""
-    from assistant.config import SHIPPED_MODELS_DIR, data_dir
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    from assistant.training.data import shared_data_dir
-
-    scicite = shared_data_dir() / "scicite"
-    train_path = Path(train_path or scicite / "train.jsonl")
-    dev_path = Path(dev_path or scicite / "dev.jsonl")
-    for p in (train_path, dev_path):
-        if not p.is_file():
-            raise click.ClickException(f"{p} not found; pass --train/--dev")
-    tag = Path(base_model).name if Path(base_model).is_dir() else base_model
-    cfg = IntentTrainConfig(
-        train_path=train_path,
-        dev_path=dev_path,
-        out_dir=Path(out_dir) if out_dir else SHIPPED_MODELS_DIR / f"intent-{tag}",
-        work_dir=Path(work_dir) if work_dir else data_dir() / "train" / f"intent-{tag}",
-        base_model=base_model,
-        epochs=epochs,
-        lr=lr,
-        batch_size=batch_size,
-        max_length=max_length,
-        seed=seed,
-        max_steps=max_steps,
-        limit_train=limit_train,
-        limit_dev=limit_dev,
-        evals_per_epoch=evals_per_epoch,
-        checkpoint_every=checkpoint_every,
-        threads=threads,
-        export=not no_export,
-        head_lr=head_lr,
-        init_from=Path(init_from) if init_from else None,
-        aux=aux,
-        aux_weight=aux_weight,
-        teacher_logits=Path(teacher_logits) if teacher_logits else None,
-        distill_alpha=distill_alpha,
-        distill_temperature=distill_temperature,
-        train_top_layers=train_top_layers,
-    )
-    if dump_logits:
-        from assistant.training.intent_distill import dump_teacher_logits
-
-        # the best checkpoint, or the latest one of a run still in progress
-        found = [p for p in (cfg.work_dir / "best.pt", cfg.work_dir / "last.pt") if p.is_file()]
-        if not found:
-            raise click.ClickException(f"no checkpoint in {cfg.work_dir}; train the teacher first")
-        dump_teacher_logits(cfg, found[0], Path(dump_logits), lambda m: click.echo(m, err=True))
-        return
-    summary = train(cfg, progress=lambda m: click.echo(m, err=True), export_only=export_only)
-    click.echo(
-        json.dumps(
-            {k: summary[k] for k in ("steps", "best_step", "train_time_s", "temperature")}
-            | {"dev_macro_f1": summary["dev"]["macro_f1"], "out_dir": str(cfg.out_dir)}
-        )
-    )

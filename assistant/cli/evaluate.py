@@ -1,0 +1,224 @@
+"""`assistant eval`: ACM-CR recommendation, PDF parsing and SciCite intent evaluations (click only; the
+evaluations live in assistant/evaluation/)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from assistant.evaluation.acm_cr import LEVELS, VARIANTS, evaluate_acm_cr, format_table
+from assistant.evaluation.pdf_eval import evaluate_paper, open_library, summarize
+from assistant.evaluation.scicite_eval import evaluate
+
+
+@click.command("acm-cr")
+@click.argument("papers_dir", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Library DB (default: global --db).",
+)
+@click.option(
+    "--level",
+    type=click.Choice(["paragraph", "sentence", "both"]),
+    default="both",
+    show_default=True,
+)
+@click.option(
+    "--variant",
+    type=click.Choice(["plain", "enhanced", "product", "both", "all"]),
+    default="both",
+    show_default=True,
+    help="plain = passage only (the published protocol); enhanced = + title/abstract/neighbours; "
+    "product = enhanced + the citing paper's authors/year from its PDF; both = plain + enhanced.",
+)
+@click.option(
+    "--ranker",
+    default="off",
+    show_default=True,
+    help="Learned ranker: auto (the shipped one), off, or a folder: adds the ranked stage.",
+)
+@click.option(
+    "--reranker", default=None, help="Cross-encoder folder/name: adds the reranked stage."
+)
+@click.option("--fusion", type=click.Choice(["weighted", "rrf"]), default=None)
+@click.option(
+    "--dense-weight",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Weight of the dense run in the fusion (default: the pipeline's tuned value).",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(100),
+    default=None,
+    help="Candidates taken from each side before fusion (default: the pipeline's).",
+)
+@click.option(
+    "--rerank-weight",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="With --reranker: final = w * z(rerank) + (1 - w) * z(fused) (default 1: rerank only).",
+)
+@click.option(
+    "--blacklist",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="DOIs excluded from candidates (default: blacklist.txt next to PAPERS_DIR).",
+)
+@click.option(
+    "--runs",
+    "run_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write TREC run files and qrels here (default: <db>.index/runs/).",
+)
+@click.option("--limit", type=int, default=None, help="Only the first N queries (quick checks).")
+@click.option(
+    "--covered-only",
+    is_flag=True,
+    help="Only candidates that already have a vector (partial index).",
+)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def eval_acm_cr(
+    ctx,
+    papers_dir,
+    db,
+    level,
+    variant,
+    ranker,
+    reranker,
+    fusion,
+    dense_weight,
+    depth,
+    rerank_weight,
+    blacklist,
+    run_dir,
+    limit,
+    covered_only,
+    as_json,
+):
+    """Evaluate recommendation on ACM-CR citing papers (PAPERS_DIR/<venue>/<id>.xml|.dois)."""
+    from assistant.cli import resolve_db_path
+    from assistant.config import index_dir_for
+    from assistant.library.store import Library
+    from assistant.retrieval.pipeline import PipelineConfig
+    from assistant.retrieval.searcher import RetrievalError
+
+    path = resolve_db_path(ctx, db)
+    if not path.exists():
+        raise click.ClickException(f"library not found: {path}")
+    levels = LEVELS if level == "both" else (level,)
+    variants = {"both": VARIANTS[:2], "all": VARIANTS}.get(variant, (variant,))
+    from assistant.retrieval.ranker import resolve_ranker
+
+    config = PipelineConfig(reranker=reranker, ranker=resolve_ranker(ranker), use_intent=False)
+    overrides = {
+        "fusion": fusion,
+        "dense_weight": dense_weight,
+        "depth": depth,
+        "rerank_weight": rerank_weight,
+    }
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    library = Library(path)
+    try:
+        result = evaluate_acm_cr(
+            papers_dir,
+            library,
+            config,
+            levels,
+            variants=variants,
+            blacklist=blacklist,
+            run_dir=run_dir or index_dir_for(path) / "runs",
+            limit=limit,
+            covered_only=covered_only,
+            progress=None if as_json else _progress,
+        )
+    except (RetrievalError, ValueError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        library.close()
+    for line in result["warnings"]:
+        click.secho(f"WARNING: {line}", fg="red", bold=True, err=True)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo("", err=True)
+        click.echo(format_table(result))
+
+
+def _progress(done: int, total: int) -> None:
+    if done == total or done % 20 == 0:
+        click.echo(f"\rquery {done}/{total}", nl=False, err=True)
+
+
+@click.command("pdf")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Library for reference linking (default: /work/cache/acm.sqlite when ready).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--per-paper", is_flag=True, help="Include per-paper figures and errors.")
+def eval_pdf(directory: str, db: str | None, as_json: bool, per_paper: bool) -> None:
+    """Evaluate PDF parsing on ACM-CR-style DIR (<venue>/<id>.pdf + .xml + .dois)."""
+    pdfs = sorted(p for p in Path(directory).rglob("*.pdf") if p.with_suffix(".xml").exists())
+    if not pdfs:
+        raise click.ClickException(f"no <id>.pdf with a sibling <id>.xml under {directory}")
+    library = open_library(db)
+    rows = []
+    for pdf in pdfs:
+        rows.append(evaluate_paper(pdf, library))
+        if not as_json:
+            r = rows[-1]
+            click.echo(
+                f"{r['paper']}: title={'ok' if r['title_exact'] else 'MISS'} abs_f1={r['abstract_f1']} "
+                f"refs={r['refs_parsed']}/{r['refs_gold']} cites={r['citing_found']}/{r['citing_total']} "
+                f"{r['seconds']}s",
+                err=True,
+            )
+    result = {"summary": summarize(rows)}
+    if per_paper:
+        result["papers"] = rows
+    if library is not None:
+        library.close()
+    click.echo(
+        json.dumps(result, indent=2, ensure_ascii=False)
+        if as_json
+        else "\n".join(f"{k}: {v}" for k, v in result["summary"].items())
+    )
+
+
+@click.command("scicite")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--model", default=None, help="Model folder or name (default: the shipped intent model)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+def eval_scicite(file: str, model: str | None, as_json: bool) -> None:
+    """Accuracy, macro-F1, per-class P/R/F1 and confusion matrix on a SciCite JSONL file."""
+    report = evaluate(Path(file), model)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(
+        f"{report['n']} examples  accuracy {report['accuracy']:.4f}  macro-F1 {report['macro_f1']:.4f}  "
+        f"ECE {report['ece']:.4f}  ({report['contexts_per_s']} contexts/s)"
+    )
+    for lab, m in report["per_class"].items():
+        click.echo(
+            f"  {lab:<11} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  n={m['support']}"
+        )
+    cm = report["confusion_matrix"]
+    click.echo("  confusion (rows = gold, cols = predicted): " + " ".join(cm["labels"]))
+    for lab, row in zip(cm["labels"], cm["rows_true_cols_pred"]):
+        click.echo(f"  {lab:<11} " + " ".join(f"{v:>6}" for v in row))

@@ -77,7 +77,8 @@ def make_library(path: Path, bib: Path, limit: int | None = None) -> Library:
 
 def add_dev_paper(library: Library, acm_dev_dir: Path) -> tuple[int, list[int]]:
     """Add the CHIIR 2020 dev paper (title/abstract/DOI from its XML) and its citation edges."""
-    from assistant.evaluation.acm_cr_data import normalise_doi, read_citing_paper
+    from assistant.evaluation.acm_cr_data import read_citing_paper
+    from assistant.library.normalize import normalize_doi
 
     xml = acm_dev_dir / CHIIR_DEV[0] / f"{CHIIR_DEV[1]}.xml"
     if not xml.exists():
@@ -96,7 +97,7 @@ def add_dev_paper(library: Library, acm_dev_dir: Path) -> tuple[int, list[int]]:
     manuscript = library.get_by_doi(paper.doi)
     cited = []
     for ref in paper.references.values():
-        doi = normalise_doi(ref)
+        doi = normalize_doi(ref)
         hit = library.get_by_doi(doi) if doi else None
         if hit:
             library.add_citation(Citation(citing_id=manuscript.id, cited_id=hit.id))

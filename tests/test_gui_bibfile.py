@@ -113,7 +113,8 @@ def test_write_failure_leaves_file_intact(tmp_path, monkeypatch):
 
 def test_normalize_doi():
     assert bibfile.normalize_doi("https://doi.org/10.1145/ABC") == "10.1145/abc"
-    assert bibfile.normalize_doi("doi: 10.1/X") == "10.1/x"
+    assert bibfile.normalize_doi("doi: 10.1145/X") == "10.1145/x"
+    assert bibfile.normalize_doi("{10.1145/3331184.3331249}") == "10.1145/3331184.3331249"
     assert bibfile.normalize_doi("") is None
 
 

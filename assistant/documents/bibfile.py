@@ -20,6 +20,7 @@ from pathlib import Path
 import bibtexparser
 
 from assistant.errors import AssistantError
+from assistant.library.normalize import normalize_doi, title_key
 from assistant.textfile import (
     BinaryFileError,
     FileRefused,
@@ -65,19 +66,6 @@ class AppendResult:
     @property
     def written(self) -> bool:
         return self.status in ("added", "renamed")
-
-
-def normalize_doi(doi: str | None) -> str | None:
-    """Lower-case DOI without ``https://doi.org/`` / ``doi:`` prefixes."""
-    if not doi:
-        return None
-    doi = doi.strip().strip("{}").strip().lower()
-    doi = re.sub(r"^(https?://(dx\.)?doi\.org/|doi:\s*)", "", doi)
-    return doi or None
-
-
-def _norm_title(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", (title or "").lower())
 
 
 def _field(entry, name: str) -> str:
@@ -226,7 +214,7 @@ def plan_append(path: Path | str, entry_text: str) -> BibChange:
     key, status = new.key, "added"
     if dup is not None:
         same_paper = (new.doi and dup.doi == new.doi) or (
-            _norm_title(dup.title) and _norm_title(dup.title) == _norm_title(new.title)
+            title_key(dup.title) and title_key(dup.title) == title_key(new.title)
         )
         if same_paper or dup.key.lower() != new.key.lower():
             status = "duplicate-doi" if (new.doi and dup.doi == new.doi) else "duplicate-key"

@@ -216,3 +216,23 @@ def delatex(s: str) -> str:
     s = re.sub(r"\\[a-zA-Z]+\*?", "", s)
     s = s.replace("{", "").replace("}", "").replace("\\", "")
     return re.sub(r"\s+", " ", s).strip()
+
+
+_EMPTY_PARENS = re.compile(r"\(\s*[,;]?\s*\)")
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?)])")
+
+
+def strip_citation_markers(text: str) -> str:
+    """``text`` without its citation markers (the grammar above: ``\\cite{..}``, ``[12]``,
+    ``[@key]``, ``(Smith et al., 2020)``; ``Smith et al. (2020)`` keeps the names), spaces tidied:
+    what a retriever should read of a citation context."""
+    if not text:
+        return ""
+    out = re.sub(r"~?\s*" + LATEX_CITE_RE.pattern, "", text)
+    out = PANDOC_RE.sub(lambda m: "" if PANDOC_KEY_RE.search(m.group(1)) else m.group(0), out)
+    out = re.sub(r"\s*" + NUMERIC_RE.pattern, "", out)
+    out = re.sub(r"\s*" + PAREN_AY_RE.pattern, "", out)
+    out = NARRATIVE_AY_RE.sub(lambda m: m.group(1), out)
+    out = _EMPTY_PARENS.sub("", out)
+    out = " ".join(out.split())
+    return _SPACE_BEFORE_PUNCT.sub(r"\1", out).strip()

@@ -25,7 +25,6 @@ from assistant.documents.abbreviations import find_abbreviations
 from assistant.evaluation.acm_cr_data import (
     build_queries,
     load_collection,
-    normalise_doi,
     read_blacklist,
     read_pdf_meta,
 )
@@ -36,6 +35,7 @@ from assistant.evaluation.metrics import (
     write_trec_qrels,
     write_trec_run,
 )
+from assistant.library.normalize import normalize_doi
 
 LEVELS = ("paragraph", "sentence")
 VARIANTS = ("plain", "enhanced", "product")
@@ -47,7 +47,7 @@ def candidate_map(library, blacklist: set[str]) -> tuple[dict[str, int], set[int
     by_doi: dict[str, int] = {}
     others: set[int] = set()
     for paper in library.iter_papers():
-        doi = normalise_doi(paper.doi)
+        doi = normalize_doi(paper.doi)
         if (
             paper.entry_type in CANDIDATE_TYPES
             and doi

@@ -13,16 +13,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_DOI_IN_URL = re.compile(r"^(?:https?://)?(?:dx\.)?doi\.org/", re.I)
+from assistant.library.normalize import normalize_doi
+
 _DOIS_LINE = re.compile(r"^\s*-?\[(\d+)\]\s+(\S+)(?:\s+(.*))?$")
-
-
-def normalise_doi(value: str | None) -> str | None:
-    """Lower-case DOI without URL prefix, or None when ``value`` is not a DOI."""
-    if not value:
-        return None
-    value = _DOI_IN_URL.sub("", value.strip()).strip().lower()
-    return value if value.startswith("10.") else None
 
 
 @dataclass
@@ -116,7 +109,7 @@ def read_citing_paper(xml_path: Path) -> CitingPaper:
             references[ref.get("id")] = ref.text.strip()
     return CitingPaper(
         paper_id=f"{xml_path.parent.name}/{xml_path.stem}",
-        doi=normalise_doi(root.findtext("doi")),
+        doi=normalize_doi(root.findtext("doi")),
         title=" ".join((root.findtext("title") or "").split()),
         abstract=" ".join((root.findtext("abstract") or "").split()),
         contexts=contexts,
@@ -151,7 +144,7 @@ def load_collection(papers_dir: Path | str) -> list[CitingPaper]:
 def read_blacklist(path: Path | str | None) -> set[str]:
     if path is None or not Path(path).exists():
         return set()
-    return {d for d in (normalise_doi(line) for line in Path(path).read_text().splitlines()) if d}
+    return {d for d in (normalize_doi(line) for line in Path(path).read_text().splitlines()) if d}
 
 
 def build_queries(
@@ -162,7 +155,7 @@ def build_queries(
     for paper in papers:
 
         def cited(numbers: list[str], refs=paper.references) -> set[str]:
-            return {d for d in (normalise_doi(refs.get(n)) for n in numbers) if d}
+            return {d for d in (normalize_doi(refs.get(n)) for n in numbers) if d}
 
         for ctx in paper.contexts:
             if "paragraph" in levels:

@@ -90,7 +90,8 @@ def evaluate_paper(pdf: Path, library=None) -> dict:
     """All metrics' counts for one citing paper."""
     from assistant.documents.linking import link_references
     from assistant.documents.pdf import parse_pdf
-    from assistant.evaluation.acm_cr_data import normalise_doi, read_citing_paper
+    from assistant.evaluation.acm_cr_data import read_citing_paper
+    from assistant.library.normalize import normalize_doi
 
     gold = read_citing_paper(pdf.with_suffix(".xml"))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -154,7 +155,7 @@ def evaluate_paper(pdf: Path, library=None) -> dict:
         link_references(doc.references, library)
         gold_links = {}
         for num, value in gold.references.items():
-            d = normalise_doi(value)
+            d = normalize_doi(value)
             if d and library.get_by_doi(d) is not None:
                 gold_links[num] = d
         pred_links = {}

@@ -180,7 +180,7 @@ def normalize_doi(value: str | None) -> str | None:
     """``https://doi.org/10.1145/X`` / ``doi:10.1145/X`` → ``10.1145/x``; None when no DOI."""
     if not value:
         return None
-    value = _DOI_PREFIX_RE.sub("", value.strip().replace("\\", ""))
+    value = _DOI_PREFIX_RE.sub("", value.strip().strip("{}").strip().replace("\\", ""))
     match = _DOI_RE.search(value)
     if not match:
         return None

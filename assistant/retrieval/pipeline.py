@@ -17,6 +17,7 @@ import numpy as np
 
 from assistant.errors import Cancelled
 from assistant.library.models import Paper
+from assistant.library.normalize import title_key
 from assistant.retrieval import fusion as fusion_mod
 from assistant.retrieval.intent_stage import label_recommendations
 from assistant.retrieval.protocols import IntentLabeller, Reranker
@@ -370,8 +371,8 @@ class Recommender:
 
 
 def _title_key(paper: Paper) -> str | None:
-    words = "".join(ch for ch in (paper.title or "").lower() if ch.isalnum() or ch == " ").split()
-    return "title:" + " ".join(words) if words else None
+    key = title_key(paper.title or "")
+    return "title:" + key if key else None
 
 
 def _check(cancelled: Callable[[], bool] | None) -> None:

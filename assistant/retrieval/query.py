@@ -12,63 +12,14 @@ Query kinds:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from assistant.documents.abbreviations import expand
+from assistant.documents.markers import strip_citation_markers
+from assistant.documents.sentences import sentences as split_sentences
 from assistant.errors import AssistantError
 
 MODES = ("auto", "local", "paragraph", "global")
-
-# --- citation markers -------------------------------------------------------------------------
-# numeric: [12], [3, 4], [3-5], [3–5], [12, 14–16], [12; 13]
-_NUMERIC = re.compile(r"\s*\[\s*\d+[a-z]?(?:\s*[,;\-–—]\s*\d+[a-z]?)*\s*\]")
-# LaTeX: \cite{a,b}, \citep[p.~3]{a}, \citet*{a}, \parencite{a}, ~\cite{a}
-_LATEX = re.compile(
-    r"~?\s*\\(?:[a-zA-Z]*cite[a-zA-Z]*|nocite)\*?(?:\s*\[[^\]]*\]){0,2}\s*\{[^}]*\}"
-)
-# author-year inside parentheses: (Smith et al., 2020), (Smith and Jones 2019a; Lee, 2018),
-# (e.g., Smith, 2020), (see Smith et al. 2020, p. 3)
-_NAME = r"(?:[A-Z][\w'’\-]+(?:\s+(?:van|von|de|der|da|del|di|le|la)\s+[A-Z][\w'’\-]+)?)"
-_AUTHORS = rf"{_NAME}(?:\s+et\s+al\.?|\s*(?:,|and|&)\s*{_NAME})*(?:\s+et\s+al\.?)?"
-_YEAR = r"(?:19|20)\d{2}[a-z]?"
-_ONE_REF = rf"(?:(?:e\.g\.|see|cf\.|i\.e\.)\s*,?\s*)?{_AUTHORS},?\s+{_YEAR}(?:\s*,\s*{_YEAR})*(?:\s*,\s*p+\.\s*\d+(?:[-–]\d+)?)?"
-_AUTHOR_YEAR = re.compile(rf"\s*\(\s*{_ONE_REF}(?:\s*;\s*{_ONE_REF})*\s*\)")
-# narrative form: "Smith et al. (2020)" -> keep the names, drop the year
-_NARRATIVE_YEAR = re.compile(rf"(?<=[A-Za-z.])\s*\(\s*{_YEAR}(?:\s*[,;]\s*{_YEAR})*\s*\)")
-_SPACES = re.compile(r"\s+")
-_SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?)])")
-_EMPTY_PARENS = re.compile(r"\(\s*[,;]?\s*\)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
-
-
-def strip_citation_markers(text: str) -> str:
-    """Remove citation markers (``[12]``, ``(Smith et al., 2020)``, ``\\cite{..}``) from ``text``."""
-    if not text:
-        return ""
-    out = _LATEX.sub("", text)
-    out = _NUMERIC.sub("", out)
-    out = _AUTHOR_YEAR.sub("", out)
-    out = _NARRATIVE_YEAR.sub("", out)
-    out = _EMPTY_PARENS.sub("", out)
-    out = _SPACES.sub(" ", out)
-    out = _SPACE_BEFORE_PUNCT.sub(r"\1", out)
-    return out.strip()
-
-
-def split_sentences(text: str) -> list[str]:
-    """A light sentence splitter (period/question/exclamation followed by a capital)."""
-    text = _SPACES.sub(" ", text or "").strip()
-    if not text:
-        return []
-    # protect common abbreviations so that "et al. 2020" or "e.g. Smith" do not split
-    protected = re.sub(
-        r"\b(et al|e\.g|i\.e|cf|Fig|Eq|Sec|vs|resp)\.",
-        lambda m: m.group(0).replace(".", "\x00"),
-        text,
-        flags=re.I,
-    )
-    return [s.replace("\x00", ".").strip() for s in _SENTENCE_END.split(protected) if s.strip()]
 
 
 def detect_mode(text: str, title: str | None = None, abstract: str | None = None) -> str:

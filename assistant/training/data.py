@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.config import REPO_ROOT
-from assistant.library.models import TITLE_ABSTRACT_SEP, Citation, Paper
-from assistant.progress import Progress, ProgressEvent
+from assistant.documents.markers import strip_citation_markers as strip_markers
 
 # one marker stripper / sentence splitter for queries at training and at recommendation time
-from assistant.retrieval.query import split_sentences
-from assistant.retrieval.query import strip_citation_markers as strip_markers
+from assistant.documents.sentences import sentences as split_sentences
+from assistant.library.models import TITLE_ABSTRACT_SEP, Citation, Paper
+from assistant.library.normalize import normalize_doi, title_key
+from assistant.progress import Progress, ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -54,26 +55,8 @@ def load_blacklist(path: Path | str | None = None) -> set[str]:
         log.warning("blacklist %s not found: no paper excluded", path)
         return set()
     return {
-        normalise_doi(line) for line in path.read_text(encoding="utf-8").split() if line.strip()
+        normalize_doi(line) for line in path.read_text(encoding="utf-8").split() if line.strip()
     }
-
-
-def normalise_doi(doi: str | None) -> str:
-    doi = (doi or "").strip().lower()
-    for prefix in (
-        "https://doi.org/",
-        "http://doi.org/",
-        "http://dx.doi.org/",
-        "https://dx.doi.org/",
-        "doi:",
-    ):
-        if doi.startswith(prefix):
-            doi = doi[len(prefix) :]
-    return doi
-
-
-def title_key(title: str) -> str:
-    return " ".join(_WORD.findall((title or "").lower()))
 
 
 @dataclass
@@ -148,7 +131,7 @@ def build_corpus(
     for p in papers:
         if p.id is None:
             continue
-        if normalise_doi(p.doi) in blacklist:
+        if normalize_doi(p.doi) in blacklist:
             n_black += 1
             continue
         if _is_eval_source(p):

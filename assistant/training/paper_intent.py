@@ -27,6 +27,7 @@ import numpy as np
 
 from assistant.inference.intent import LABELS
 from assistant.inference.paper_intent import PROFILE_FILE, PaperProfileModel, paper_text
+from assistant.library.normalize import title_key
 from assistant.training.intent_aux import (
     AUX_HELDOUT_FILES,
     AUX_TRAIN_FILES,
@@ -43,12 +44,6 @@ GRID_G = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5)
 #: BM25): weight 1 lowers R@10 for every need (background 0.484 -> 0.456, method 0.416 -> 0.413,
 #: result 0.481 -> 0.426), 0.5 is mixed, 0.25 neutral; so the need re-orders by library edges only.
 NEED_PROFILE_WEIGHT = 0.0
-
-
-def title_key(title: str) -> str:
-    from assistant.training.data import title_key as key
-
-    return key(title)
 
 
 def abstract_agrees(title: str, abstract: str) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from assistant.cli.options import db_option
 from assistant.inference.bench import run_encode_bench
 from assistant.retrieval.bench import run_query_bench
 
@@ -116,13 +117,7 @@ def bench_encode(
 
 
 @click.command("query")
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="An indexed library (default: global --db).",
-)
+@db_option("An indexed library (default: global --db).")
 @click.option(
     "--papers",
     "papers_dir",

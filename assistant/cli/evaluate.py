@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from assistant.cli.options import db_option
 from assistant.evaluation.acm_cr import LEVELS, VARIANTS, evaluate_acm_cr, format_table
 from assistant.evaluation.pdf_eval import evaluate_paper, open_library, summarize
 from assistant.evaluation.scicite_eval import evaluate
@@ -16,13 +17,7 @@ from assistant.evaluation.scicite_eval import evaluate
 
 @click.command("acm-cr")
 @click.argument("papers_dir", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library DB (default: global --db).",
-)
+@db_option()
 @click.option(
     "--level",
     type=click.Choice(["paragraph", "sentence", "both"]),
@@ -160,13 +155,7 @@ def _progress(done: int, total: int) -> None:
 
 @click.command("pdf")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library for reference linking (default: /work/cache/acm.sqlite when ready).",
-)
+@db_option("Library for reference linking (default: /work/cache/acm.sqlite when ready).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--per-paper", is_flag=True, help="Include per-paper figures and errors.")
 def eval_pdf(directory: str, db: str | None, as_json: bool, per_paper: bool) -> None:

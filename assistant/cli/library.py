@@ -9,14 +9,9 @@ import time
 import click
 
 from assistant.cli import resolve_db_path
+from assistant.cli.options import db_option as _db_option
 
-db_option = click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library database file (overrides the global --db / $ASSISTANT_DB).",
-)
+db_option = _db_option("Library database file (overrides the global --db / $ASSISTANT_DB).")
 
 
 def _open(ctx: click.Context, db: str | None):

@@ -8,14 +8,13 @@ import sys
 
 import click
 
+from assistant.cli.options import db_option
+
 
 @click.command("lsp")
-@click.option(
-    "--db",
+@db_option(
+    "Library database file (default: the global --db, $ASSISTANT_DB or the user data dir).",
     "db_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library database file (default: the global --db, $ASSISTANT_DB or the user data dir).",
 )
 @click.option(
     "--stdio", is_flag=True, help="Speak LSP over stdin/stdout (the default and only transport)."

@@ -11,19 +11,14 @@ from pathlib import Path
 import click
 
 from assistant.cli import resolve_db_path
+from assistant.cli.options import db_option
 
 log = logging.getLogger(__name__)
 
 
 @click.command("manuscript")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library used to link references and recommend papers.",
-)
+@db_option("Library used to link references and recommend papers.")
 @click.option(
     "--format",
     "fmt",

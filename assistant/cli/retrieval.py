@@ -8,6 +8,7 @@ import time
 
 import click
 
+from assistant.cli.options import db_option
 from assistant.service import INDEX_KINDS, EmptyQueryError
 
 
@@ -39,13 +40,7 @@ class _Progress:
 
 
 @click.command("index")
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library DB (default: global --db).",
-)
+@db_option()
 @click.option(
     "--encoder",
     "encoder_name",
@@ -137,13 +132,7 @@ def index(
 
 @click.command("recommend")
 @click.argument("text", required=False, default="")
-@click.option(
-    "--db",
-    "db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Library DB (default: global --db).",
-)
+@db_option()
 @click.option(
     "--mode",
     type=click.Choice(["auto", "local", "paragraph", "global"]),

@@ -89,7 +89,8 @@ def _common_options(func):
             "--blacklist",
             type=click.Path(dir_okay=False),
             default=None,
-            help="DOIs never trained on (default: ACM-CR blacklist of ../shared/data).",
+            help="DOIs never trained on, one per line (default: the ACM-CR blacklist in "
+            "../shared/data next to a development checkout, if there).",
         ),
     ]
     for option in reversed(options):
@@ -183,7 +184,7 @@ def train_reranker(
         seed=seed,
         device=device,
         threads=threads,
-        blacklist=blacklist,
+        blacklist=blacklist or _default_blacklist(),
         max_length=max_length,
         n_hard=n_hard,
         n_random=n_random,
@@ -249,7 +250,7 @@ def train_encoder(
         seed=seed,
         device=device,
         threads=threads,
-        blacklist=blacklist,
+        blacklist=blacklist or _default_blacklist(),
         base_model=base,
         max_length=max_length,
     )
@@ -462,3 +463,11 @@ def train_intent(
             | {"dev_macro_f1": summary["dev"]["macro_f1"], "out_dir": str(cfg.out_dir)}
         )
     )
+
+
+def _default_blacklist() -> str | None:
+    """The ACM-CR blacklist of a development checkout (../shared/data), when it is there."""
+    from assistant.training.data import shared_data_dir
+
+    path = shared_data_dir() / "acm-cr" / "blacklist.txt"
+    return str(path) if path.is_file() else None

@@ -44,13 +44,12 @@ def shared_data_dir() -> Path:
     return Path(os.environ.get("ASSISTANT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
-def default_blacklist_path() -> Path:
-    return shared_data_dir() / "acm-cr" / "blacklist.txt"
-
-
 def load_blacklist(path: Path | str | None = None) -> set[str]:
-    """Lower-cased DOIs of the ACM-CR citing papers (empty set, with a warning, if absent)."""
-    path = Path(path) if path else default_blacklist_path()
+    """Normalised DOIs never trained on (e.g. the ACM-CR citing papers: the training commands'
+    ``--blacklist``); none without a file, an empty set with a warning for a missing one."""
+    if not path:
+        return set()
+    path = Path(path)
     if not path.is_file():
         log.warning("blacklist %s not found: no paper excluded", path)
         return set()

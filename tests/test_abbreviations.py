@@ -59,5 +59,5 @@ def test_a_drafts_definitions_reach_the_query_of_a_later_sentence():
     )
     start = draft.index("Later work")
     query, _spec = query_for_selection(draft, start, start, style=textops.LATEX)
-    assert query.abbreviations == (("LTR", "learning to rank"),)
+    assert query.abbreviation_source == draft  # looked up when the query runs (worker thread)
     assert "LTR (learning to rank) with clicks" in query.parts().focus

@@ -86,6 +86,18 @@ def find_abbreviations(text: str, wanted: Iterable[str] | None = None) -> dict[s
     return found
 
 
+@lru_cache(maxsize=32)
+def _defined(source: str, wanted: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    return tuple(find_abbreviations(source, wanted).items())
+
+
+def defined_in(source: str, passage: str) -> tuple[tuple[str, str], ...]:
+    """The (short, long) pairs ``source`` defines for the short forms ``passage`` uses (cached:
+    a query's texts are split several times per recommendation)."""
+    used = short_forms_in(passage) if source else set()
+    return _defined(source, frozenset(used)) if used else ()
+
+
 def short_forms_in(text: str) -> set[str]:
     """Tokens of ``text`` that look like abbreviations (candidates for :func:`find_abbreviations`)."""
     return {t for t in re.findall(r"[A-Za-z][A-Za-z0-9&\-]{1,9}", text) if _is_short_form(t)}

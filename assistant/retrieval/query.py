@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assistant.documents.abbreviations import expand
+from assistant.documents.abbreviations import defined_in, expand
 from assistant.documents.markers import strip_citation_markers
 from assistant.documents.sentences import sentences as split_sentences
 from assistant.errors import AssistantError
@@ -59,6 +59,9 @@ class Query:
     #: (short form, long form) the manuscript defines ("LTR", "learning to rank"): a short form
     #: in the passage gets its long form written after it (documents.abbreviations)
     abbreviations: tuple[tuple[str, str], ...] = ()
+    #: the manuscript's text: the abbreviations it defines are looked up when the query runs (on
+    #: the worker thread: the first lookup loads spaCy), for the short forms the passage uses
+    abbreviation_source: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -77,8 +80,9 @@ class Query:
         mode = self.resolved_mode()
         text = strip_citation_markers(self.text)
         context = strip_citation_markers(self.context or "")
-        if self.abbreviations:
-            text, context = expand(text, self.abbreviations), expand(context, self.abbreviations)
+        pairs = self.abbreviations or defined_in(self.abbreviation_source, f"{text} {context}")
+        if pairs:
+            text, context = expand(text, pairs), expand(context, pairs)
         title_abstract = " ".join(
             p.strip() for p in (self.title or "", self.abstract or "") if p and p.strip()
         )

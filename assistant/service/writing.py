@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.documents import textops
-from assistant.documents.abbreviations import find_abbreviations, short_forms_in
 from assistant.documents.bibfile import (
     BibChange,
     apply_bib_change,
@@ -83,7 +82,6 @@ def query_for_selection(
     if style == textops.LATEX:  # \section{Method}, \begin{itemize}, \label{..}: not prose
         text = strip_latex(text)
         context = strip_latex(context) if context else context
-    used = short_forms_in(f"{text} {context or ''}")
     query = Query(
         text=text,
         mode=spec.mode,
@@ -91,7 +89,7 @@ def query_for_selection(
         abstract=abstract or None,
         context=context or None,
         cited_ids=tuple(cited_ids),
-        abbreviations=tuple(find_abbreviations(document, used).items()) if used else (),
+        abbreviation_source=document,  # read when the query runs, off the UI thread
         authors=tuple(
             authors if authors is not None else textops.manuscript_authors(document, style)
         ),

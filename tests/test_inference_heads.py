@@ -218,9 +218,11 @@ def test_an_int8_file_that_breaks_the_model_is_not_shipped(tmp_path, tokenizer, 
     from assistant.inference import export
     from assistant.inference.encoder import load_encoder
 
-    def broken_quantize(
-        fp32_path, int8_path, per_channel=True
-    ):  # as MPNet's int8 does: garbage out
+    calls = []
+
+    def broken_quantize(fp32_path, int8_path, per_channel=True, keep_fp32=None):
+        """A quantiser whose output is garbage even with nodes kept in fp32 (the retry)."""
+        calls.append(keep_fp32)
         model = onnx.load(str(fp32_path))
         out = model.graph.output[0].name
         for node in model.graph.node:
@@ -241,6 +243,9 @@ def test_an_int8_file_that_breaks_the_model_is_not_shipped(tmp_path, tokenizer, 
     manifest = json.loads((folder / "manifest.json").read_text())
     assert set(manifest["files"]) == {"fp32"} and "int8_rejected" in manifest
     assert not (folder / "model.int8.onnx").exists()
+    # first all-int8, then a retry with the feed-forward output MatMuls (one per layer) in fp32
+    assert calls[0] is None and len(calls) == 2 and calls[1]
+    assert all("/output/dense/" in name for name in calls[1])
     assert load_encoder(folder).info.precision == "fp32"  # the CPU default falls back to fp32
 
 

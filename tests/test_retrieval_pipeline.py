@@ -288,3 +288,32 @@ def test_a_need_can_lift_a_paper_from_beyond_the_top_k(setup):
     finally:
         with lib.transaction():
             lib.conn.executemany("DELETE FROM citations WHERE id = ?", [(i,) for i in added])
+
+
+def test_reranking_reorders_only_the_head_and_keeps_the_order_it_was_given(setup):
+    """``rerank_top`` limits the cross-encoder to the head; the rest keeps its order; with a
+    weight below 1 the reranker mixes with the score the items arrived with (the learned
+    ranker's when it ran), not with the fused score."""
+    from assistant.config import SHIPPED_MODELS_DIR
+
+    folder = SHIPPED_MODELS_DIR / "reranker-minilm"
+    if not (folder / "model.int8.onnx").is_file():
+        pytest.skip("no shipped cross-encoder")
+    _lib, rec, _, _ = setup
+    query = Query(CONTEXT, mode="local")
+    pre = rec.prefilter(query, rec.config)
+    base = rec._candidates(pre, replace(rec.config, candidates=12))
+    ids = [it.paper.id for it in base]
+    config = replace(rec.config, reranker=str(folder), rerank_top=5, rerank_weight=1.0)
+    out = rec._rerank(pre.parts, list(base), config)
+    assert [it.paper.id for it in out[5:]] == ids[5:]
+    assert sorted(it.paper.id for it in out[:5]) == sorted(ids[:5])
+    assert all("rerank" in it.scores for it in out[:5]) and "rerank" not in out[5].scores
+    raw = {it.paper.id: it.scores["rerank"] for it in out[:5]}
+    assert [it.paper.id for it in out[:5]] == sorted(raw, key=lambda i: -raw[i])
+    # weight 0: the scores the items came with decide (a ranker's), whatever the fused one says
+    given = [replace(it, scores=dict(it.scores), ranks=dict(it.ranks)) for it in base[:5]]
+    for it, score in zip(given, (0.0, 4.0, 1.0, 3.0, 2.0)):
+        it.score = score
+    mixed = rec._rerank(pre.parts, given, replace(config, rerank_weight=0.0))
+    assert [it.paper.id for it in mixed] == [ids[i] for i in (1, 3, 4, 2, 0)]

@@ -12,7 +12,13 @@ from assistant.library.models import Citation
 from assistant.library.store import Library
 from assistant.training import data
 from assistant.training.common import training_set_fingerprint
-from assistant.training.reranker import DATA_KEYS, RerankerOptions, prepare_examples, train_reranker
+from assistant.training.reranker import (
+    DATA_KEYS,
+    RerankerOptions,
+    _group_texts,
+    prepare_examples,
+    train_reranker,
+)
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +222,104 @@ def test_query_mix_sets_the_share_of_each_pseudo_query_kind(sample_db, tmp_path)
     assert prints[0] != prints[1]
     result = CliRunner().invoke(main, ["train", "reranker", "--query-mix", "0.5,0.6,0.1"])
     assert result.exit_code == 2 and "summing to 1" in result.output
+
+
+def _citectx_files(tmp_path):
+    """A citectx TSV (one cited paper with a wrong abstract) and a 3C-style cp1252 CSV."""
+    header = "citing_title\tcited_title\tcited_abstract\tcitation_context\tcitation_class_label\n"
+    rows = [
+        (
+            "Parsing the news",
+            "A fast and portable realizer for text generation systems",
+            "A mixer block used in rotary drums to improve the efficiency of mixing gravel "
+            "and stone in a kiln is described in detail here.",
+            "The framework was first used for deep-syntactic realization ( #AUTHOR_TAG ) .",
+        ),
+        (
+            "Parsing the news",
+            "Statistical alignment of bilingual sentences",
+            "We align sentences in bilingual corpora with a statistical model of sentence "
+            "lengths and report alignment accuracy on parliamentary proceedings.",
+            "Sentence alignment methods range from statistical ones #AUTHOR_TAG to lexical ones .",
+        ),
+        (
+            "Parsing the news",
+            "Statistical alignment of bilingual sentences",
+            "We align sentences in bilingual corpora with a statistical model of sentence "
+            "lengths and report alignment accuracy on parliamentary proceedings.",
+            "Length-based alignment #AUTHOR_TAG is the usual first step for parallel corpora .",
+        ),
+    ]
+    tsv = tmp_path / "ctx.tsv"
+    tsv.write_text(header + "".join("\t".join(r) + "\t0\n" for r in rows), encoding="utf-8")
+    csv_path = tmp_path / "ctx3c.csv"
+    csv_path.write_bytes(
+        (
+            "citing_title,cited_title,citation_context,citation_class_label\r\n"
+            '"Caf\xe9 study","Ontology-based user profiles for personalised search",'
+            '"User models describe the user\u2019s interests with ontology concepts @@CITATION",5\r\n'
+        ).encode("cp1252")
+    )
+    return tsv, csv_path
+
+
+def test_real_citation_contexts_join_the_training_set_with_matching_negatives(sample_db, tmp_path):
+    (tmp_path / "blacklist.txt").write_text("")
+    tsv, csv_path = _citectx_files(tmp_path)
+    lib = Library(sample_db)
+    opts = _opts(tmp_path, contexts=(str(tsv), str(csv_path)), n_hard=2, n_random=1)
+    examples, docs, stats, fingerprint = prepare_examples(lib, opts, tmp_path / "work")
+    ctx = [e for e in examples if e["kind"] == "context"]
+    assert len(ctx) == 4 and stats["context_pairs"] == 4 and stats["context_papers"] == 3
+    assert all(e["pos"] < 0 for e in ctx)
+    assert not any("CITATION" in e["q"] or "#AUTHOR" in e["q"] for e in ctx)
+    # the two contexts of one cited paper share it; its abstract is kept (it agrees with the title)
+    align = {e["pos"] for e in ctx if "alignment" in e["q"]}
+    assert len(align) == 1 and "bilingual corpora" in docs[align.pop()].abstract
+    # the wrong abstract (rotary drums) is dropped: that pair and the 3C pair are title-only
+    only = [e for e in ctx if e["title_only"]]
+    assert {docs[e["pos"]].title for e in only} == {
+        "A fast and portable realizer for text generation systems",
+        "Ontology-based user profiles for personalised search",
+    }
+    assert "\u2019s interests" in next(e["q"] for e in ctx if "ontology" in e["q"])
+    for e in only:  # negatives are shown as titles, like the positive
+        _, texts = _group_texts(e, docs)
+        assert texts == [docs[i].title for i in [e["pos"], *e["negs"]]]
+    # negatives come from the library (what its prefilter returns) and the other cited papers
+    negs = {n for e in ctx for n in e["negs"]}
+    assert any(n >= 0 for n in negs) and negs <= set(docs)
+    assert all(e["pos"] not in e["negs"] for e in ctx)
+    # pseudo-queries still come from library papers only
+    assert all(e["pos"] >= 0 for e in examples if e["kind"] != "context")
+    # other contexts make another training set
+    tsv.write_text(tsv.read_text().replace("usual first step", "first step"))
+    _, _, _, changed = prepare_examples(lib, opts, tmp_path / "work2")
+    assert changed != fingerprint
+    lib.close()
+
+
+def test_train_reranker_cli_reads_context_files(tmp_path, sample_db):
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+
+    tsv, _ = _citectx_files(tmp_path)
+    (tmp_path / "blacklist.txt").write_text("")
+    args = ["--db", str(sample_db), "train", "reranker", "--contexts", str(tsv)]
+    args += ["--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "w"), "--max-steps", "1"]
+    args += ["--queries", "8", "--negatives", "bm25", "--max-length", "64", "--no-quantize"]
+    args += ["--blacklist", str(tmp_path / "blacklist.txt")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{") :])
+    assert report["data_stats"]["context_pairs"] == 3
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["training"]["options"]["contexts"] == ["ctx.tsv"]
+
+
+def test_interleaved_candidates_alternate_sources_without_repeats():
+    a = lambda qs, k: [[1, 2, 3, 4][:k] for _ in qs]  # noqa: E731
+    b = lambda qs, k: [[-1, 2, -3][:k] for _ in qs]  # noqa: E731
+    assert data.interleave_candidates(a, b)(["q", "r"], 4) == [[1, -1, 2, 3, -3, 4]] * 2
+    assert data.interleave_candidates(a)(["q"], 2) == [[1, 2]]

@@ -5,7 +5,7 @@ work), so that ``assistant/resources/sample/draft.tex`` gets meaningful recommen
 references of three ACM-CR dev papers on that topic; neighbours come from FTS queries. Only
 @article/@inproceedings records with a DOI and an abstract, none from the ACM-CR blacklist.
 
-    python -m tools.build_sample --db /work/cache/acm.sqlite --acm-cr ../shared/data/acm-cr
+    python -m tools.build_sample --db acm.sqlite --acm-cr ../shared/data/acm-cr
 """
 
 from __future__ import annotations

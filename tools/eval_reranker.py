@@ -198,6 +198,130 @@ def encoder_rescoring(rows: list[dict], doi_of: dict[int, str], encoder_names: l
     return result
 
 
+def collect_ranked(
+    library, dev_dir: Path, variants=("plain", "product"), head: int = 40, progress=None
+) -> tuple[list[dict], dict]:
+    """Each dev query's final order from the full pipeline (prefilter + the shipped learned
+    ranker), as ``evaluate_acm_cr`` builds the queries: top 100 ids, the ranker's scores and
+    the texts of the ``head`` a reranker would see."""
+    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map, manuscript_abbreviations
+    from assistant.evaluation.acm_cr_data import (
+        build_queries,
+        load_collection,
+        read_blacklist,
+        read_pdf_meta,
+    )
+    from assistant.retrieval.pipeline import PipelineConfig, Recommender
+    from assistant.retrieval.query import Query
+    from assistant.retrieval.ranker import resolve_ranker
+
+    dev_dir = Path(dev_dir)
+    by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
+    doi_of = {pid: doi for doi, pid in by_doi.items()}
+    papers = load_collection(dev_dir)
+    read_pdf_meta(papers)
+    defined = {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
+    queries = [
+        q for q in build_queries(papers, ("paragraph", "sentence")) if q.cited_dois & by_doi.keys()
+    ]
+    config = PipelineConfig(use_intent=False, ranker=resolve_ranker("auto"))
+    recommender = Recommender(library, config)
+    run_config = replace(
+        config,
+        exclude_ids=frozenset(others),
+        exclude_cited=False,
+        filter_by_year=False,
+        candidates=100,
+        dedupe=False,
+    )
+    rows = []
+    total = len(queries) * len(variants)
+    for variant in variants:
+        for q in queries:
+            product = variant == "product"
+            query = Query(
+                text=q.text,
+                mode="paragraph" if q.level == "paragraph" else "local",
+                title=q.title if product else None,
+                abstract=q.abstract if product else None,
+                context=q.context if product else None,
+                enhance=product,
+                authors=q.authors if product else (),
+                year=q.year if product else None,
+                abbreviations=defined.get(q.paper, ()) if product else (),
+            )
+            pre = recommender.prefilter(query, run_config)
+            items = recommender.rank(pre, query, run_config)
+            rows.append(
+                {
+                    "qid": q.qid,
+                    "group": q.paper,
+                    "level": q.level,
+                    "variant": variant,
+                    "focus": pre.parts.focus,
+                    "ids": [int(it.paper.id) for it in items],
+                    "base": [float(it.score) for it in items],
+                    "texts": [it.paper.encoder_text() for it in items[:head]],
+                    "relevant": sorted(q.cited_dois & by_doi.keys()),
+                }
+            )
+            if progress:
+                progress(ProgressEvent(len(rows), total, "prefilter", "ranking"))
+    return rows, doi_of
+
+
+def _ranked_metrics(r: dict, doi_of: dict, key: str | None, alpha: float, top: int) -> dict:
+    from assistant.evaluation.metrics import query_metrics
+
+    ids = r["ids"]
+    order = list(range(len(ids)))
+    if key and alpha > 0:
+        n = min(top, len(r[key]))
+        raw = np.asarray(r[key][:n], dtype=np.float64)
+        base = np.asarray(r["base"][:n], dtype=np.float64)
+        final = raw if alpha == 1.0 else alpha * _zscore(raw) + (1 - alpha) * _zscore(base)
+        order = sorted(range(n), key=lambda i: (-final[i], i)) + order[n:]
+    ranking = [doi_of.get(ids[i], f"x{ids[i]}") for i in order]
+    return query_metrics(ranking, set(r["relevant"]))
+
+
+def cv_ranked(rows: list[dict], doi_of: dict, key: str, alphas=ALPHAS, tops=(10, 20, 30, 40)):
+    """Held-out figures of ``ranker + α·reranker on the top t``: (α, t) chosen on the other
+    citing papers (leave one citing paper out; one setting for every level and variant, as the
+    product has one), next to the ranker alone and the in-sample figures of every setting."""
+    from assistant.evaluation.metrics import mean_metrics
+
+    settings = [(0.0, 0)] + [(a, t) for a in alphas if a > 0 for t in tops]
+    per = {s: [_ranked_metrics(r, doi_of, key, s[0], s[1]) for r in rows] for s in settings}
+    groups = sorted({r["group"] for r in rows})
+    held: list[dict] = [{} for _ in rows]
+    chosen = []
+    for g in groups:
+        train = [i for i, r in enumerate(rows) if r["group"] != g]
+
+        def gain(s, train=train):
+            return sum(per[s][i]["R@10"] + per[s][i]["nDCG@10"] for i in train)
+
+        best = max(settings, key=gain)
+        chosen.append(best)
+        for i, r in enumerate(rows):
+            if r["group"] == g:
+                held[i] = per[best][i]
+
+    def table(metrics: list[dict]) -> dict:
+        out: dict = {}
+        for r, m in zip(rows, metrics):
+            out.setdefault(f"{r['level']}/{r['variant']}", []).append(m)
+        return {k: {m: round(v, 4) for m, v in mean_metrics(v).items()} for k, v in out.items()}
+
+    return {
+        "ranker": table(per[(0.0, 0)]),
+        "ranker+reranker (held out)": table(held),
+        "chosen (alpha, top) per fold": sorted({f"{a}/{t}" for a, t in chosen}),
+        "in_sample": {f"{a}/{t}": table(per[(a, t)]) for a, t in settings if a > 0},
+    }
+
+
 @click.group()
 def main() -> None:
     """Dev-set evaluation of trained models."""
@@ -238,6 +362,36 @@ def reranker_cmd(db, model_dir, dev_dir, levels, limit, cache, bm25_only):
     out = sweep(rows, doi_of)
     out["latency_rerank_100"] = latency
     out["prefilter"] = "bm25" if bm25_only else "fused"
+    click.echo(json.dumps(out, indent=2))
+
+
+@main.command("ranked")
+@click.option("--db", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model_dirs", multiple=True, required=True, help="Cross-encoder folder.")
+@click.option("--dev", "dev_dir", required=True, help="ACM-CR dev folder.")
+@click.option("--cache", type=click.Path(dir_okay=False), default=None, help="JSON cache of rows.")
+@click.option("--head", type=int, default=40, help="Candidates each model scores per query.")
+def ranked_cmd(db, model_dirs, dev_dir, cache, head):
+    """Reranker on top of the full pipeline (fused prefilter + learned ranker), plain and
+    product queries, (α, top) chosen by leave-one-citing-paper-out CV."""
+    from assistant.library.store import Library
+
+    if cache and Path(cache).is_file():
+        blob = json.loads(Path(cache).read_text())
+        rows, doi_of = blob["rows"], {int(k): v for k, v in blob["doi_of"].items()}
+    else:
+        lib = Library(db)
+        rows, doi_of = collect_ranked(lib, Path(dev_dir), head=head)
+        lib.close()
+    out = {}
+    for model_dir in model_dirs:
+        key = f"rerank:{Path(model_dir).resolve()}"
+        latency = None
+        if key not in rows[0]:
+            latency = score_rows(rows, model_dir, key=key)
+        out[model_dir] = cv_ranked(rows, doi_of, key) | {f"latency_rerank_{head}": latency}
+    if cache:
+        Path(cache).write_text(json.dumps({"rows": rows, "doi_of": doi_of}))
     click.echo(json.dumps(out, indent=2))
 
 

@@ -155,7 +155,7 @@ def _progress(done: int, total: int) -> None:
 
 @click.command("pdf")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@db_option("Library for reference linking (default: /work/cache/acm.sqlite when ready).")
+@db_option("Library for reference linking (without one, linking is not measured).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--per-paper", is_flag=True, help="Include per-paper figures and errors.")
 def eval_pdf(directory: str, db: str | None, as_json: bool, per_paper: bool) -> None:

@@ -136,6 +136,13 @@ def _train_on_library(ctx, db_path, kind: str, opts) -> None:
     "--freeze-layers", type=int, default=None, help="Bottom transformer layers kept frozen."
 )
 @click.option("--head-lr", type=float, default=None, help="Learning rate of the new scoring head.")
+@click.option(
+    "--contexts",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Real citation contexts with their cited paper (citectx TSV, or CSV in UTF-8/cp1252: "
+    "citation_context, cited_title, cited_abstract); repeatable. Mixed with the pseudo-queries.",
+)
 @click.option("--no-quantize", is_flag=True, help="Skip the int8 ONNX file.")
 @click.pass_context
 def train_reranker(
@@ -163,9 +170,11 @@ def train_reranker(
     group_negatives,
     freeze_layers,
     head_lr,
+    contexts,
     no_quantize,
 ):
-    """Train a cross-encoder reranker on the library's own (pseudo-)queries; export ONNX."""
+    """Train a cross-encoder reranker on the library's own (pseudo-)queries and, with
+    --contexts, real citation contexts; export ONNX."""
     from assistant.training.reranker import RerankerOptions
 
     opts = RerankerOptions()
@@ -193,6 +202,7 @@ def train_reranker(
         freeze_layers=freeze_layers,
         head_lr=head_lr,
     )
+    opts.contexts = tuple(str(Path(c).resolve()) for c in contexts)
     opts.resume = not no_resume
     opts.quantize = not no_quantize
     _train_on_library(ctx, db_path, "reranker", opts)

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from assistant.errors import AssistantError
 
-DEFAULT_ACM_DB = Path("/work/cache/acm.sqlite")
 SENTENCE_MATCH_THRESHOLD = 85.0
 
 
@@ -217,7 +216,7 @@ def summarize(rows: list[dict]) -> dict:
     else:
         summary["linking_precision"] = summary["linking_recall"] = None
         summary["linking_note"] = (
-            "no library: pass --db (the ACM-DL library /work/cache/acm.sqlite when built)"
+            "no library: pass --db (a library holding the cited papers, e.g. ACM-DL imported)"
         )
     return summary
 
@@ -225,13 +224,9 @@ def summarize(rows: list[dict]) -> dict:
 def open_library(db: str | None):
     from assistant.library.store import Library
 
-    path = (
-        Path(db)
-        if db
-        else (DEFAULT_ACM_DB if Path(str(DEFAULT_ACM_DB) + ".ready").exists() else None)
-    )
-    if path is None:
+    if not db:
         return None
+    path = Path(db)
     if not path.exists():
         raise AssistantError(f"library not found: {path}")
     return Library(path)

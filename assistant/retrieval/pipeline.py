@@ -60,7 +60,8 @@ class PipelineConfig:
     norm: str = fusion_mod.DEFAULT_NORM
     support: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_SUPPORT))
     bm25_query_tf: bool = True  # repeated query terms count again (tuned: helps paragraphs)
-    rerank_weight: float = 1.0  # final = w * z(rerank) + (1 - w) * z(fused)
+    rerank_weight: float = 1.0  # final = w * z(rerank) + (1 - w) * z(score before reranking)
+    rerank_top: int | None = None  # rerank only this head of the order (None: every candidate)
     dedupe: bool = True
 
 
@@ -345,15 +346,20 @@ class Recommender:
             from assistant.inference.cross_encoder import load_cross_encoder
 
             model = self._rerankers[config.reranker] = load_cross_encoder(config.reranker)
+        top = len(items) if config.rerank_top is None else max(0, config.rerank_top)
+        items, tail = items[:top], items[top:]
+        if not items:
+            return tail
         raw = np.asarray(
             model.score(parts.focus, [it.paper.encoder_text() for it in items]), dtype=np.float64
         )
         final = raw
         if config.rerank_weight < 1.0:
-            fused = np.array([it.scores["fused"] for it in items])
+            # the order so far: the learned ranker's score when it ran, else the fused one
+            before = np.array([it.score for it in items], dtype=np.float64)
             final = config.rerank_weight * fusion_mod.normalise(raw, "zscore") + (
                 1 - config.rerank_weight
-            ) * fusion_mod.normalise(fused, "zscore")
+            ) * fusion_mod.normalise(before, "zscore")
         order = sorted(range(len(items)), key=lambda i: (-final[i], i))
         for rank, i in enumerate(sorted(range(len(items)), key=lambda i: -raw[i]), start=1):
             items[i].scores["rerank"] = float(raw[i])
@@ -361,7 +367,7 @@ class Recommender:
         out = [items[i] for i in order]
         for i, item in zip(order, out):
             item.score = float(final[i])
-        return out
+        return out + tail
 
     def _label_intents(
         self, text: str, items: list[Recommendation], config: PipelineConfig

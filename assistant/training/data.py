@@ -5,7 +5,9 @@ Query kinds (each maps a query text to one positive paper of the library):
   the paper with that sentence removed, so the match cannot be a copy;
 - ``title``: the title alone → its paper (text without the title);
 - ``keywords``: the author keywords → its paper;
-- ``citation``: a citation context of an imported manuscript → the cited paper.
+- ``citation``: a citation context of an imported manuscript → the cited paper;
+- ``context``: a real citation context from outside the library (e.g. the citectx files) → its
+  cited paper, which joins the corpus under a negative id (:func:`add_external_papers`).
 
 Papers whose DOI is in the ACM-CR blacklist are never used (neither as query, positive
 nor negative), nor are citation contexts of blacklisted papers or of the ACM-CR dev PDFs
@@ -164,9 +166,10 @@ def corpus_from_library(library, blacklist: set[str], min_abstract_chars: int = 
 class PseudoQuery:
     text: str
     positive: int
-    kind: str  # ict | title | keywords | citation
+    kind: str  # ict | title | keywords | citation | context
     drop: list[str] | None = None
     drop_title: bool = False
+    title_only: bool = False  # the positive has no abstract: negatives are shown as titles too
 
 
 #: shares of inverse-cloze, title and keyword pseudo-queries (a paper with < 2 keywords gives a title query)
@@ -187,7 +190,7 @@ def make_queries(
         PseudoQuery(strip_markers(c.context), c.cited_id, "citation") for c in corpus.citations
     ]
     queries = [q for q in queries if len(q.text) >= 20]
-    ids = corpus.ids
+    ids = [i for i in corpus.ids if i >= 0]  # papers from outside the library get none
     rng.shuffle(ids)
     i = 0
     while len(queries) < n_queries and ids:
@@ -217,13 +220,63 @@ def make_queries(
     return queries[: max(n_queries, len(corpus.citations))]
 
 
+@dataclass
+class ExternalPair:
+    """A citation context and the paper it cites, from outside the library."""
+
+    context: str
+    title: str
+    abstract: str = ""  # empty when unknown or not trusted
+
+
+def add_external_papers(corpus: Corpus, pairs: Iterable[ExternalPair]) -> list[PseudoQuery]:
+    """Add the cited papers of ``pairs`` to ``corpus`` (negative ids, one per normalised title,
+    the first trusted abstract kept) and return one ``context`` query per pair."""
+    by_key: dict[str, int] = {}
+    queries: list[PseudoQuery] = []
+    for pair in pairs:
+        key = title_key(pair.title)
+        text = strip_markers(pair.context).strip()
+        if not key or len(text) < 20:
+            continue
+        pid = by_key.get(key)
+        if pid is None:
+            pid = by_key[key] = -(len(by_key) + 1)
+            corpus.docs[pid] = DocRecord(pid, pair.title.strip(), pair.abstract.strip(), [])
+        elif pair.abstract and not corpus.docs[pid].abstract:
+            corpus.docs[pid].abstract = pair.abstract.strip()
+        queries.append(PseudoQuery(text, pid, "context"))
+    for q in queries:
+        q.title_only = not corpus.docs[q.positive].abstract
+    return queries
+
+
+def interleave_candidates(
+    *sources: Callable[[list[str], int], list[list[int]]],
+) -> Callable[[list[str], int], list[list[int]]]:
+    """One candidate function from several: their rankings merged rank by rank."""
+
+    def batch(queries: list[str], k: int) -> list[list[int]]:
+        out = []
+        for rows in zip(*(source(queries, k) for source in sources)):
+            merged: dict[int, None] = {}
+            for rank in range(max((len(r) for r in rows), default=0)):
+                for r in rows:
+                    if rank < len(r):
+                        merged.setdefault(r[rank])
+            out.append(list(merged))
+        return out
+
+    return batch
+
+
 class Bm25Candidates:
     """Prefilter stand-in: BM25 (bm25s) over the corpus' lexical text."""
 
-    def __init__(self, corpus: Corpus):
+    def __init__(self, corpus: Corpus, ids: list[int] | None = None):
         import bm25s
 
-        self.ids = corpus.ids
+        self.ids = ids if ids is not None else corpus.ids
         texts = [corpus.docs[i].lexical() for i in self.ids]
         self.retriever = bm25s.BM25()
         self.retriever.index(
@@ -263,7 +316,7 @@ def prefilter_candidates(
             log.warning(
                 "fused prefilter unavailable (%s); hard negatives from BM25 over the corpus", exc
             )
-    return Bm25Candidates(corpus).batch
+    return Bm25Candidates(corpus, [i for i in corpus.ids if i >= 0]).batch
 
 
 def add_negatives(
@@ -311,6 +364,7 @@ def add_negatives(
                     "kind": q.kind,
                     "drop": q.drop,
                     "drop_title": q.drop_title,
+                    "title_only": q.title_only,
                     "pos_rank": (cand.index(q.positive) + 1) if q.positive in cand else None,
                 }
             )

@@ -10,10 +10,12 @@ through :func:`assistant.inference.export.export_transformer` (fp32 + int8 ONNX)
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from assistant.progress import ProgressEvent
@@ -32,6 +34,7 @@ DATA_KEYS = (
     "negatives",
     "base_model",
     "query_mix",
+    "contexts",
 )
 
 
@@ -61,7 +64,10 @@ class RerankerOptions:
     seed: int = 13
     device: str = "auto"
     threads: int | None = None
-    blacklist: str | None = None  # default: ../shared/data/acm-cr/blacklist.txt
+    blacklist: str | None = None  # DOIs never trained on (the CLI defaults to ACM-CR's list)
+    # citation-context files (citectx TSV/CSV: context, cited title, cited abstract) whose
+    # cited papers join the corpus; each context is a query with prefilter + in-domain negatives
+    contexts: tuple[str, ...] = ()
     group_negatives: int | None = None  # negatives used per query when training (default: all)
     freeze_layers: int = 0  # bottom transformer layers kept frozen (cheaper steps on a small CPU)
     freeze_embeddings: bool = True  # word embeddings stay as pre-trained (faster, less overfitting)
@@ -84,30 +90,44 @@ def prepare_examples(
             f"only {len(corpus.docs)} usable papers (title + abstract of >= 80 characters, not "
             "blacklisted): import more papers before training"
         )
+    n_library = len(corpus.docs)
+    pairs = load_context_pairs(opts.contexts)
+    context_queries = data.add_external_papers(corpus, pairs)
     fingerprint = common.training_set_fingerprint(opts, DATA_KEYS, corpus)
+    fingerprint["contexts_sha1"] = _pairs_digest(pairs)
     stored = common.load_training_set(work_dir, fingerprint)
     if stored is not None:
         return stored[0], corpus.docs, stored[1], fingerprint
     rng = random.Random(opts.seed)
-    n_queries = opts.n_queries or min(20000, 2 * len(corpus.docs))
+    n_queries = opts.n_queries or min(20000, 2 * n_library)
     queries = data.make_queries(corpus, n_queries, rng, tuple(opts.query_mix))
     candidates = data.prefilter_candidates(library, corpus, use_index=opts.negatives != "bm25")
-    examples = data.add_negatives(
-        queries,
-        corpus,
-        candidates,
-        opts.n_hard,
-        opts.n_random,
-        rng,
+    mine = partial(
+        data.add_negatives,
+        corpus=corpus,
+        n_hard=opts.n_hard,
+        n_random=opts.n_random,
+        rng=rng,
         depth=opts.neg_depth,
         progress=progress,
     )
+    examples = mine(queries, candidates=candidates)
+    if context_queries:
+        # what the library's prefilter returns for the context, interleaved with the closest
+        # of the other cited papers (same field and style as the positive: no shortcut)
+        external = data.Bm25Candidates(corpus, [i for i in corpus.docs if i < 0])
+        examples += mine(
+            context_queries, candidates=data.interleave_candidates(candidates, external.batch)
+        )
     kinds: dict[str, int] = {}
     for e in examples:
         kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
     ranks = [e["pos_rank"] for e in examples if e["pos_rank"]]
     stats = {
-        "usable_papers": len(corpus.docs),
+        "usable_papers": n_library,
+        "context_pairs": len(context_queries),
+        "context_papers": len(corpus.docs) - n_library,
+        "context_title_only": sum(q.title_only for q in context_queries),
         "examples": len(examples),
         "kinds": kinds,
         "excluded_blacklisted_or_eval": corpus.excluded_blacklisted,
@@ -117,6 +137,34 @@ def prepare_examples(
     }
     common.save_training_set(work_dir, examples, fingerprint, stats)
     return examples, corpus.docs, stats, fingerprint
+
+
+def load_context_pairs(paths: tuple[str, ...] | list[str]) -> list[data.ExternalPair]:
+    """Citation contexts with their cited paper from citectx-format files; an abstract that
+    shares no content word with its title is dropped (the pair is kept, title only)."""
+    from assistant.inference.intent import CITATION_TOKEN
+    from assistant.training.intent_aux import load_citectx
+    from assistant.training.paper_intent import abstract_agrees
+
+    pairs: list[data.ExternalPair] = []
+    seen: set[tuple[str, str]] = set()
+    for path in paths:
+        for p in load_citectx(path):
+            context = " ".join(p.context.replace(CITATION_TOKEN, " ").split())
+            key = (context.lower(), p.cited_title.lower())
+            if not p.cited_title or key in seen:
+                continue
+            seen.add(key)
+            trusted = p.cited_abstract if abstract_agrees(p.cited_title, p.cited_abstract) else ""
+            pairs.append(data.ExternalPair(context, p.cited_title, trusted))
+    return pairs
+
+
+def _pairs_digest(pairs: list[data.ExternalPair]) -> str:
+    h = hashlib.sha1()
+    for p in pairs:
+        h.update(f"{p.context}\x1f{p.title}\x1f{p.abstract}\x1e".encode("utf-8", "replace"))
+    return h.hexdigest()[:16]
 
 
 def _group_texts(
@@ -130,6 +178,8 @@ def _group_texts(
         negs = negs[: n_negs - 1] + negs[-1:]
     elif n_negs is not None:
         negs = negs[:n_negs]
+    if example.get("title_only"):  # a title-only positive: negatives shown the same way
+        return example["q"], [pos] + [docs[n].title for n in negs]
     return example["q"], [pos] + [docs[n].text() for n in negs]
 
 
@@ -261,14 +311,16 @@ def export_reranker(
     model = model.to("cpu").eval()
     extra = {
         "training": {
-            "recipe": "listwise softmax CE, 1 positive + prefilter/random negatives",
+            "recipe": "listwise softmax CE, 1 positive + prefilter/random negatives"
+            + (" (+ real citation contexts)" if opts.contexts else ""),
             "steps": step,
             "data": stats,
             "options": {
                 k: v
                 for k, v in asdict(opts).items()
-                if k not in ("out_dir", "work_dir", "blacklist")
-            },
+                if k not in ("out_dir", "work_dir", "blacklist", "contexts")
+            }
+            | {"contexts": [Path(c).name for c in opts.contexts]},
         },
         "pair_format": "query [SEP] title [SEP] abstract",
         "enabled_by_default": False,

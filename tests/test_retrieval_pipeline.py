@@ -317,3 +317,30 @@ def test_reranking_reorders_only_the_head_and_keeps_the_order_it_was_given(setup
         it.score = score
     mixed = rec._rerank(pre.parts, given, replace(config, rerank_weight=0.0))
     assert [it.paper.id for it in mixed] == [ids[i] for i in (1, 3, 4, 2, 0)]
+
+
+def test_auto_reranker_takes_weight_and_head_from_an_enabled_manifest(tmp_path, monkeypatch):
+    import assistant.config
+    from assistant.retrieval.reranker_setting import RerankerSetting, resolve_reranker
+
+    off = tmp_path / "a-off"
+    on = tmp_path / "b-on"
+    for folder, enabled in ((off, False), (on, True)):
+        folder.mkdir()
+        meta = {"kind": "cross-encoder", "enabled_by_default": enabled}
+        meta |= {"rerank_weight": 0.3, "rerank_top": 20}
+        (folder / "manifest.json").write_text(json.dumps(meta))
+    monkeypatch.setattr(assistant.config, "SHIPPED_MODELS_DIR", tmp_path)
+    setting = resolve_reranker("auto")
+    assert setting == RerankerSetting(str(on), 0.3, 20)  # the disabled one is skipped
+    config = setting.apply(PipelineConfig())
+    assert (config.reranker, config.rerank_weight, config.rerank_top) == (str(on), 0.3, 20)
+    (on / "manifest.json").write_text(
+        json.dumps({"kind": "cross-encoder", "enabled_by_default": False})
+    )
+    assert resolve_reranker("auto") == RerankerSetting()  # nothing enabled: no reranking
+    assert resolve_reranker("Off").apply(PipelineConfig()).reranker is None
+    named = resolve_reranker(str(off)).apply(
+        PipelineConfig()
+    )  # a folder: every candidate, score only
+    assert (named.reranker, named.rerank_weight, named.rerank_top) == (str(off), 1.0, None)

@@ -39,7 +39,10 @@ from assistant.evaluation.scicite_eval import evaluate
     help="Learned ranker: auto (the shipped one), off, or a folder: adds the ranked stage.",
 )
 @click.option(
-    "--reranker", default=None, help="Cross-encoder folder/name: adds the reranked stage."
+    "--reranker",
+    default=None,
+    help="Cross-encoder: auto (the shipped one when enabled, with its tuned weight and head), "
+    "off, or a folder/name: adds the reranked stage (on the ranked order when --ranker is on).",
 )
 @click.option("--fusion", type=click.Choice(["weighted", "rrf"]), default=None)
 @click.option(
@@ -58,7 +61,15 @@ from assistant.evaluation.scicite_eval import evaluate
     "--rerank-weight",
     type=click.FloatRange(0, 1),
     default=None,
-    help="With --reranker: final = w * z(rerank) + (1 - w) * z(fused) (default 1: rerank only).",
+    help="With --reranker: final = w * z(rerank) + (1 - w) * z(score before reranking) "
+    "(default: the shipped manifest's, else 1: rerank only).",
+)
+@click.option(
+    "--rerank-top",
+    type=click.IntRange(1),
+    default=None,
+    help="With --reranker: rerank only this head of the order (default: the shipped "
+    "manifest's, else every candidate).",
 )
 @click.option(
     "--blacklist",
@@ -93,6 +104,7 @@ def eval_acm_cr(
     dense_weight,
     depth,
     rerank_weight,
+    rerank_top,
     blacklist,
     run_dir,
     limit,
@@ -112,13 +124,17 @@ def eval_acm_cr(
     levels = LEVELS if level == "both" else (level,)
     variants = {"both": VARIANTS[:2], "all": VARIANTS}.get(variant, (variant,))
     from assistant.retrieval.ranker import resolve_ranker
+    from assistant.retrieval.reranker_setting import resolve_reranker
 
-    config = PipelineConfig(reranker=reranker, ranker=resolve_ranker(ranker), use_intent=False)
+    config = resolve_reranker(reranker).apply(
+        PipelineConfig(ranker=resolve_ranker(ranker), use_intent=False)
+    )
     overrides = {
         "fusion": fusion,
         "dense_weight": dense_weight,
         "depth": depth,
         "rerank_weight": rerank_weight,
+        "rerank_top": rerank_top,
     }
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
     library = Library(path)

@@ -190,13 +190,14 @@ def evaluate_acm_cr(
                         "dois": [doi_of.get(pid) for pid in ids],
                     }
                 )
+            items = None
             if config.ranker:
                 items = recommender.rank(pre, query, replace(run_config, candidates=100))
                 rankings["ranked"] = [(it.paper.id, it.score) for it in items]
-            if "reranked" in stages:
+            if "reranked" in stages:  # as the product: on the ranker's order when it runs
                 t = time.perf_counter()
                 items = recommender._rerank(
-                    pre.parts, recommender._candidates(pre, run_config), run_config
+                    pre.parts, items or recommender._candidates(pre, run_config), run_config
                 )
                 latency["reranked"].append(
                     (time.perf_counter() - t) * 1000 + latency["prefilter"][-1]

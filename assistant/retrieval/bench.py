@@ -113,6 +113,7 @@ def run_query_bench(
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
     from assistant.retrieval.ranker import resolve_ranker
+    from assistant.retrieval.reranker_setting import resolve_reranker
 
     if not path.exists():
         raise AssistantError(f"library not found: {path}")
@@ -136,6 +137,8 @@ def run_query_bench(
     prefilter = replace(full.config, reranker=None, candidates=candidates, ranker=None)
     ranker_dir = resolve_ranker(ranker)
     out["ranker"] = ranker_dir
+    rerank = resolve_reranker(reranker)
+    out["reranker"] = rerank.model and {"model": rerank.model, "top": rerank.top}
     n_index = len(full.searcher.bm25)
     for size in sorted({min(int(s), n_index) for s in sizes}):
         if size == n_index:
@@ -148,9 +151,11 @@ def run_query_bench(
             row["ranked"] = _time(rec, queries, replace(prefilter, ranker=ranker_dir))
         if bm25_rate:
             row["bm25_build_docs_per_s"] = round(bm25_rate, 1)
-        if reranker:
+        if rerank.model:  # as the product runs it: the ranker's order, then the reranked head
             row["reranked"] = _time(
-                rec, queries[: max(10, n_queries // 5)], replace(prefilter, reranker=reranker)
+                rec,
+                queries[: max(10, n_queries // 5)],
+                rerank.apply(replace(prefilter, ranker=ranker_dir)),
             )
         out["sizes"][str(size)] = row
     out["rss_after_queries_mb"] = round(_rss_mb(), 1)

@@ -386,18 +386,6 @@ def _check(cancelled: Callable[[], bool] | None) -> None:
         raise RecommendationCancelled("recommendation cancelled")
 
 
-def resolve_reranker(setting: str | None) -> tuple[str | None, float | None]:
-    """The one reading of a reranker setting: ``"auto"`` = the shipped cross-encoder when it is
-    enabled by default (with its tuned weight), ``None``/``""``/``"none"``/``"off"`` = no reranking,
-    anything else = that folder or model name. Returns ``(reranker, rerank_weight or None)``."""
-    if setting is None or setting.strip().lower() in ("", "none", "off"):
-        return None, None
-    if setting == "auto":
-        shipped = shipped_reranker()
-        return shipped if shipped is not None else (None, None)
-    return setting, None
-
-
 def prefilter_candidates(
     recommender: Recommender,
     text: str,
@@ -411,26 +399,3 @@ def prefilter_candidates(
     config = replace(recommender.config, exclude_ids=tuple(exclude_ids), filter_by_year=False)
     pre = recommender.prefilter(Query(text=text, mode=mode, title=title, abstract=abstract), config)
     return pre.fused[:k]
-
-
-def shipped_reranker() -> tuple[str, float | None] | None:
-    """The shipped cross-encoder enabled by default (folder, rerank weight), else None.
-
-    A manifest with ``"enabled_by_default": false`` (it did not help on the dev set) is skipped.
-    """
-    import json
-
-    from assistant.config import SHIPPED_MODELS_DIR
-
-    if not SHIPPED_MODELS_DIR.is_dir():
-        return None
-    for folder in sorted(SHIPPED_MODELS_DIR.iterdir()):
-        manifest = folder / "manifest.json"
-        try:
-            meta = json.loads(manifest.read_text()) if manifest.is_file() else {}
-        except (OSError, ValueError):
-            continue
-        if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
-            weight = meta.get("rerank_weight")
-            return str(folder), float(weight) if isinstance(weight, (int, float)) else None
-    return None

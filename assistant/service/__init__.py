@@ -23,12 +23,7 @@ from assistant.progress import CancelCheck, Progress, ProgressEvent
 from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
 from assistant.retrieval.intent_stage import parse_intent_preference
-from assistant.retrieval.pipeline import (
-    PipelineConfig,
-    Recommendation,
-    RecommendationResult,
-    resolve_reranker,
-)
+from assistant.retrieval.pipeline import PipelineConfig, Recommendation, RecommendationResult
 from assistant.retrieval.query import (
     MODES,
     EmptyQueryError,
@@ -36,6 +31,7 @@ from assistant.retrieval.query import (
     detect_mode,
     strip_citation_markers,
 )
+from assistant.retrieval.reranker_setting import RerankerSetting, resolve_reranker
 from assistant.service.chips import IntentChip, intent_chip, intent_chips
 from assistant.service.engine import (
     IndexStatus,
@@ -86,6 +82,7 @@ __all__ = [
     "Query",
     "Recommendation",
     "RecommendationResult",
+    "RerankerSetting",
     "Service",
     "ServiceSettings",
     "analyse_manuscript",

@@ -44,14 +44,10 @@ from assistant.library.models import ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
 from assistant.retrieval.index import IndexReport, build_index, load_index_encoder
-from assistant.retrieval.pipeline import (
-    PipelineConfig,
-    RecommendationResult,
-    Recommender,
-    resolve_reranker,
-)
+from assistant.retrieval.pipeline import PipelineConfig, RecommendationResult, Recommender
 from assistant.retrieval.query import Query, as_query
 from assistant.retrieval.ranker import resolve_ranker
+from assistant.retrieval.reranker_setting import resolve_reranker
 from assistant.retrieval.searcher import EmptyLibraryError
 
 log = logging.getLogger(__name__)
@@ -65,7 +61,7 @@ class ServiceSettings:
     encoder: str | None = None  # None = the index's encoder, else the default (minilm)
     max_length: int | None = None  # tokens embedded per paper (None = the index's, else 256)
     device: str = "auto"  # auto | cpu | cuda
-    reranker: str | None = "auto"  # see retrieval.pipeline.resolve_reranker
+    reranker: str | None = "auto"  # see retrieval.reranker_setting
     ranker: str | None = "auto"  # learned ranker: see retrieval.ranker.resolve_ranker
     use_intent: bool = True
     #: the user's own names ("Last, First"; Settings): the manuscript's authors when it names none
@@ -159,15 +155,10 @@ class Service:
 
     def default_config(self, **overrides) -> PipelineConfig:
         """The pipeline configuration of these settings (reranker resolved), with ``overrides``."""
-        reranker, weight = resolve_reranker(self.settings.reranker)
         config = PipelineConfig(
-            reranker=reranker,
-            ranker=resolve_ranker(self.settings.ranker),
-            use_intent=self.settings.use_intent,
+            ranker=resolve_ranker(self.settings.ranker), use_intent=self.settings.use_intent
         )
-        if weight is not None:
-            config.rerank_weight = weight
-        return replace(config, **overrides)
+        return replace(resolve_reranker(self.settings.reranker).apply(config), **overrides)
 
     # --- reads (never wait for a job) --------------------------------------------------------
     def _current(self) -> _Snapshot:

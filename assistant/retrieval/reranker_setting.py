@@ -1,0 +1,70 @@
+"""The one reading of a reranker setting (``"auto"``, off, or a model) into pipeline knobs.
+
+A shipped cross-encoder says in its ``manifest.json`` whether it is on by default
+(``enabled_by_default``) and how the pipeline uses it (``rerank_weight``: final =
+w * z(rerank) + (1 - w) * z(score before reranking); ``rerank_top``: only that head of the order
+is reranked). Both were chosen on the ACM-CR dev set by leave-one-citing-paper-out CV.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from assistant.retrieval.pipeline import PipelineConfig
+
+OFF = ("", "none", "off")
+
+
+@dataclass(frozen=True)
+class RerankerSetting:
+    """A cross-encoder (folder or name; None = no reranking) and how the pipeline applies it."""
+
+    model: str | None = None
+    weight: float | None = None  # None: the pipeline's default (rerank score only)
+    top: int | None = None  # None: rerank every candidate
+
+    def apply(self, config: PipelineConfig) -> PipelineConfig:
+        """``config`` with this reranker and, where set, its weight and head size."""
+        out = replace(config, reranker=self.model)
+        if self.weight is not None:
+            out = replace(out, rerank_weight=self.weight)
+        if self.top is not None:
+            out = replace(out, rerank_top=self.top)
+        return out
+
+
+def resolve_reranker(setting: str | None) -> RerankerSetting:
+    """``"auto"`` = the shipped cross-encoder when it is enabled by default (with its tuned
+    weight and head), ``None``/``""``/``"none"``/``"off"`` = no reranking, anything else = that
+    folder or model name (rerank every candidate, score only)."""
+    if setting is None or setting.strip().lower() in OFF:
+        return RerankerSetting()
+    if setting == "auto":
+        return shipped_reranker() or RerankerSetting()
+    return RerankerSetting(setting)
+
+
+def shipped_reranker() -> RerankerSetting | None:
+    """The shipped cross-encoder enabled by default, else None (a manifest with
+    ``"enabled_by_default": false`` -- it did not help on the dev set -- is skipped)."""
+    from assistant.config import SHIPPED_MODELS_DIR
+
+    if not SHIPPED_MODELS_DIR.is_dir():
+        return None
+    for folder in sorted(SHIPPED_MODELS_DIR.iterdir()):
+        manifest = folder / "manifest.json"
+        try:
+            meta = json.loads(manifest.read_text()) if manifest.is_file() else {}
+        except (OSError, ValueError):
+            continue
+        if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
+            weight, top = meta.get("rerank_weight"), meta.get("rerank_top")
+            return RerankerSetting(
+                str(folder),
+                float(weight) if isinstance(weight, (int, float)) else None,
+                int(top) if isinstance(top, int) and top > 0 else None,
+            )
+    return None

@@ -25,6 +25,8 @@ def test_manifest_tells_the_pipeline_whether_to_enable_it(manifest):
     assert isinstance(manifest["enabled_by_default"], bool)
     weight = manifest.get("rerank_weight")
     assert weight is None or 0.0 < weight <= 1.0
+    top = manifest.get("rerank_top")
+    assert top is None or (isinstance(top, int) and top >= 1)
     assert (FOLDER / "MODEL_CARD.md").is_file()
 
 

@@ -135,7 +135,8 @@ def bench_encode(
 @click.option(
     "--reranker",
     default=None,
-    help="Cross-encoder to time the reranking of --candidates candidates.",
+    help="Cross-encoder timed on top of the ranker: auto (the shipped one with its head, as the "
+    "product runs it), or a folder (reranks all --candidates).",
 )
 @click.option("--candidates", type=int, default=100, show_default=True)
 @click.option(

@@ -204,7 +204,12 @@ def collect_ranked(
     """Each dev query's final order from the full pipeline (prefilter + the shipped learned
     ranker), as ``evaluate_acm_cr`` builds the queries: top 100 ids, the ranker's scores and
     the texts of the ``head`` a reranker would see."""
-    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map, manuscript_abbreviations
+    from assistant.evaluation.acm_cr import (
+        _find_blacklist,
+        candidate_map,
+        manuscript_abbreviations,
+        protocol_query,
+    )
     from assistant.evaluation.acm_cr_data import (
         build_queries,
         load_collection,
@@ -212,7 +217,6 @@ def collect_ranked(
         read_pdf_meta,
     )
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
-    from assistant.retrieval.query import Query
     from assistant.retrieval.ranker import resolve_ranker
 
     dev_dir = Path(dev_dir)
@@ -238,18 +242,7 @@ def collect_ranked(
     total = len(queries) * len(variants)
     for variant in variants:
         for q in queries:
-            product = variant == "product"
-            query = Query(
-                text=q.text,
-                mode="paragraph" if q.level == "paragraph" else "local",
-                title=q.title if product else None,
-                abstract=q.abstract if product else None,
-                context=q.context if product else None,
-                enhance=product,
-                authors=q.authors if product else (),
-                year=q.year if product else None,
-                abbreviations=defined.get(q.paper, ()) if product else (),
-            )
+            query = protocol_query(q, variant, defined.get(q.paper, ()))
             pre = recommender.prefilter(query, run_config)
             items = recommender.rank(pre, query, run_config)
             rows.append(

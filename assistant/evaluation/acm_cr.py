@@ -74,6 +74,27 @@ def manuscript_abbreviations(paper) -> dict[str, str]:
     )
 
 
+def protocol_query(q, variant: str, abbreviations: tuple = ()):
+    """The product's ``Query`` for a dev query under a protocol variant: ``plain`` (context
+    only), ``enhanced`` (+ the citing paper's title, abstract, neighbouring text and the
+    ``abbreviations`` it defines) or ``product`` (+ its authors and year)."""
+    from assistant.retrieval.query import Query
+
+    enhanced = variant in ("enhanced", "product")
+    product = variant == "product"
+    return Query(
+        text=q.text,
+        mode="paragraph" if q.level == "paragraph" else "local",
+        title=q.title if enhanced else None,
+        abstract=q.abstract if enhanced else None,
+        context=q.context if enhanced else None,
+        enhance=enhanced,
+        authors=q.authors if product else (),
+        year=q.year if product else None,
+        abbreviations=abbreviations if enhanced else (),
+    )
+
+
 def evaluate_acm_cr(
     papers_dir: Path | str,
     library,
@@ -100,7 +121,6 @@ def evaluate_acm_cr(
     defines (in its title, abstract and contexts), as the product does with the draft.
     """
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
-    from assistant.retrieval.query import Query
 
     papers_dir = Path(papers_dir)
     config = config or (recommender.config if recommender else PipelineConfig())
@@ -151,19 +171,7 @@ def evaluate_acm_cr(
     for variant in variants:
         for q in queries:
             relevant = q.cited_dois & by_doi.keys()
-            enhanced = variant in ("enhanced", "product")
-            product = variant == "product"
-            query = Query(
-                text=q.text,
-                mode="paragraph" if q.level == "paragraph" else "local",
-                title=q.title if enhanced else None,
-                abstract=q.abstract if enhanced else None,
-                context=q.context if enhanced else None,
-                enhance=enhanced,
-                authors=q.authors if product else (),
-                year=q.year if product else None,
-                abbreviations=defined.get(q.paper, ()) if enhanced else (),
-            )
+            query = protocol_query(q, variant, defined.get(q.paper, ()))
             t = time.perf_counter()
             pre = recommender.prefilter(query, run_config)
             latency["prefilter"].append((time.perf_counter() - t) * 1000)

@@ -195,7 +195,8 @@ def test_duplicates_dialog_merges_a_group(panel):
     dialog = panel.duplicates_dialog()
     assert dialog.tree.topLevelItemCount() == 1
     top = dialog.tree.topLevelItem(0)
-    keys = [top.child(i).text(1) for i in range(top.childCount())]
+    keys = [top.child(i).text(1) for i in range(top.childCount()) if top.child(i).text(1)]
+    assert len(keys) == 2 and "evidence: " in top.child(2).text(3)
     dialog.tree.setCurrentItem(top.child(1))
     dialog.keep_selected()
     assert top.child(1).text(0) == "✔" and top.child(0).text(0) == ""

@@ -230,12 +230,12 @@ def remove_cmd(ctx, keys, db):
         if unknown:
             click.echo("nothing removed", err=True)
             ctx.exit(1)
-        removed: set[int] = set()
-        for _, paper in found:
-            if paper.id not in removed:
-                editing.trash(lib, [paper.id])
-                removed.add(paper.id)
-                click.echo(f"moved to the trash {paper.citekey}: {paper.title}")
+        papers = list({paper.id: paper for _, paper in found}.values())
+        editing.trash(lib, [p.id for p in papers])  # one transaction: all or nothing
+        for paper in papers:
+            click.echo(f"moved to the trash {paper.citekey}: {paper.title}")
+        for err in lib.auto_export_errors:
+            click.echo(f"warning: auto-export failed: {err}", err=True)
     finally:
         lib.close()
 

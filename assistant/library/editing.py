@@ -362,8 +362,8 @@ def empty_trash(lib, *, confirmed: bool) -> int:
     ``confirmed`` must be True: the faces ask the user first; nothing is destroyed otherwise."""
     if not confirmed:
         raise LibraryEditError("emptying the trash deletes papers for good: confirm first")
-    ids = [r[0] for r in lib.conn.execute("SELECT id FROM papers WHERE deleted_at IS NOT NULL")]
     with lib.transaction():
+        ids = [r[0] for r in lib.conn.execute("SELECT id FROM papers WHERE deleted_at IS NOT NULL")]
         for pid in ids:
             lib.conn.execute("DELETE FROM paper_history WHERE paper_id = ?", (pid,))
             lib.conn.execute("DELETE FROM citekey_aliases WHERE paper_id = ?", (pid,))

@@ -49,23 +49,31 @@ def test_remove_of_several_keys_is_all_or_nothing(db, monkeypatch):
         assert lib.trashed_ids() == []  # not 2 of 5
 
 
-def test_auto_exports_are_written_once_per_operation(db, tmp_path, monkeypatch):
+def test_auto_exports_render_only_the_changed_entries(db, tmp_path, monkeypatch):
+    from assistant.library import formats
+
     with Library(db) as lib:
         mgr = LibraryManager(lib)
         for name, fmt in (("a.bib", "bibtex"), ("b.ris", "ris"), ("c.json", "csl-json")):
             mgr.add_auto_export(tmp_path / name, fmt=fmt)
         renders = []
-        real = autoexport.render
-        monkeypatch.setattr(
-            autoexport, "render", lambda papers, fmt: renders.append(fmt) or real(papers, fmt)
-        )
+        real = formats.paper_to_ris
+        monkeypatch.setattr(formats, "paper_to_ris", lambda p: renders.append(p.id) or real(p))
         keys = _keys(lib)[:6]
         result = CliRunner().invoke(main, ["library", "remove", *keys, "--db", str(db)])
         assert result.exit_code == 0, result.output
-        assert sorted(renders) == ["bibtex", "csl-json", "ris"]  # not 6 x 3
-        text = (tmp_path / "a.bib").read_text()
-        assert not any(f"{{{k}," in text for k in keys)
+        assert renders == []  # the removed entries are dropped, no other entry is rendered
+        paper = lib.get_by_citekey(_keys(lib)[0])
+        mgr.edit(paper.id, {"note": "re-rendered"})
+        assert renders == [paper.id]
         assert autoexport.out_of_step(lib) == []
+        for e in mgr.auto_exports():
+            assert Path(e.path).read_text() == autoexport.export_text(lib, None, e.format)
+        assert not any(f"{{{k}," in (tmp_path / "a.bib").read_text() for k in keys)
+        assert "re-rendered" in (tmp_path / "c.json").read_text()
+        (tmp_path / "a.bib").write_text("% edited by hand\n")  # not spliced: written whole
+        mgr.edit(paper.id, {"note": "again"})
+        assert (tmp_path / "a.bib").read_text() == autoexport.export_text(lib, None, "bibtex")
 
 
 def test_a_kill_after_the_commit_is_caught_up_on_the_next_open(db, tmp_path, monkeypatch):

@@ -7,10 +7,17 @@ generation is behind (once per collection and format, from one read snapshot), w
 atomically when its text changed and records the generation it now shows. A process killed
 between its commit and the export leaves the files one generation behind: the next open of the
 library (:func:`catch_up`) or the next change brings them in step.
+
+Each commit also logs which papers it changed (``meta`` key ``changes:GEN``). A file whose text
+is still what was written (size and mtime recorded with its entry index) is updated in place:
+only the entries of the papers changed since its generation are rendered again, the others are
+copied from the file. A collection, a file edited by hand or an unknown change renders it whole.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -19,12 +26,16 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from assistant.library.export import FORMATS, render
+from assistant.library.export import FORMATS, paper_to_bibtex
 from assistant.library.groups import LibraryEditError, collection_paper_ids
 from assistant.textfile import FileRefused, write_atomic
 
 GENERATION = "generation"
 _WRITTEN = "auto_export_generation:"  # meta key prefix: the generation a file shows
+_INDEX = "auto_export_index:"  # meta key prefix: the file's entries (paper id, sort key, length)
+_CHANGES = "changes:"  # meta key prefix: the paper ids a generation changed ("*": unknown)
+_KEEP_CHANGES = 256  # generations of change log kept
+_MAX_INCREMENTAL = 5000  # changed papers above which a file is rendered whole
 LOCK_TIMEOUT_S = 120.0
 
 
@@ -70,7 +81,6 @@ def add_auto_export(
     if not target.parent.is_dir():
         raise LibraryEditError("its folder does not exist", file=target)
     entry = AutoExport(str(target), collection_id, fmt, None)
-    write_one(lib, entry)  # fails before anything is registered if the file cannot be written
     with lib.transaction():
         lib.conn.execute(
             "INSERT INTO auto_exports (path, collection_id, format, last_written_at) "
@@ -78,7 +88,12 @@ def add_auto_export(
             "format = excluded.format, last_written_at = excluded.last_written_at",
             (entry.path, collection_id, fmt, _now()),
         )
-    run_all(lib)  # records the generation the new file shows
+        for prefix in (_WRITTEN, _INDEX):
+            lib.conn.execute("DELETE FROM meta WHERE key = ?", (prefix + entry.path,))
+    errors = run_all(lib, only=entry.path)  # written now: nothing stays registered if it fails
+    if errors:
+        remove_auto_export(lib, entry.path)
+        raise LibraryEditError(errors[0])
     return entry
 
 
@@ -86,7 +101,8 @@ def remove_auto_export(lib, path: str | Path) -> bool:
     """Stop keeping ``path`` in sync (the file itself is left as it is)."""
     target = str(Path(path).expanduser().resolve())
     with lib.transaction():
-        lib.conn.execute("DELETE FROM meta WHERE key = ?", (_WRITTEN + target,))
+        for prefix in (_WRITTEN, _INDEX):
+            lib.conn.execute("DELETE FROM meta WHERE key = ?", (prefix + target,))
         return lib.conn.execute("DELETE FROM auto_exports WHERE path = ?", (target,)).rowcount > 0
 
 
@@ -94,13 +110,39 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def bump_generation(conn) -> None:
-    """Inside the changing transaction: one more generation of the library's papers."""
+def record_change(conn, ids: set[int] | None) -> None:
+    """Inside the changing transaction: one more generation, and the papers it changed."""
     conn.execute(
         "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET "
         "value = CAST(value AS INTEGER) + 1",
         (GENERATION,),
     )
+    gen = int(conn.execute("SELECT value FROM meta WHERE key = ?", (GENERATION,)).fetchone()[0])
+    log = "*" if ids is None or len(ids) > _MAX_INCREMENTAL else json.dumps(sorted(ids))
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_CHANGES + str(gen), log)
+    )
+    conn.execute(
+        "DELETE FROM meta WHERE key LIKE ? AND CAST(substr(key, ?) AS INTEGER) <= ?",
+        (_CHANGES + "%", len(_CHANGES) + 1, gen - _KEEP_CHANGES),
+    )
+
+
+def _changes_since(lib, start: int, end: int) -> set[int] | None:
+    """The papers changed after generation ``start`` up to ``end`` (None: unknown)."""
+    logs = dict(
+        lib.conn.execute(
+            "SELECT CAST(substr(key, ?) AS INTEGER), value FROM meta WHERE key LIKE ?",
+            (len(_CHANGES) + 1, _CHANGES + "%"),
+        )
+    )
+    ids: set[int] = set()
+    for g in range(start + 1, end + 1):
+        log = logs.get(g)
+        if log is None or log == "*":
+            return None
+        ids.update(json.loads(log))
+    return ids
 
 
 def generation(lib) -> int:
@@ -108,24 +150,58 @@ def generation(lib) -> int:
     return int(row[0]) if row and str(row[0]).isdigit() else 0
 
 
+def _sort_key(paper) -> str:
+    return (paper.citekey or "").lower()
+
+
 def _papers(lib, collection_id: int | None) -> list:
     if collection_id is None:
         papers = list(lib.iter_papers(with_record=False))
     else:
-        papers = lib.get_many(collection_paper_ids(lib, [collection_id]))
-    papers.sort(key=lambda p: (p.citekey or "").lower())
+        papers = lib.get_many(sorted(collection_paper_ids(lib, [collection_id])))
+    papers.sort(key=lambda p: (_sort_key(p), p.id))
     return papers
+
+
+#: how entries are framed in a file: prefix, separator, suffix, text of an empty file
+_FRAME = {
+    "bibtex": ("", "", "", ""),
+    "ris": ("", "", "", ""),
+    "csl-json": ("[\n", ",\n", "\n]\n", "[]\n"),
+}
+
+
+def _part(paper, fmt: str) -> bytes:
+    """One paper's entry, encoded (the file is spliced as bytes)."""
+    from assistant.library import formats
+
+    if fmt == "bibtex":
+        text = paper_to_bibtex(paper) + "\n"
+    elif fmt == "ris":
+        text = formats.paper_to_ris(paper) + "\n"
+    else:
+        text = json.dumps(formats.paper_to_csl(paper), ensure_ascii=False)
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _assemble(parts: list[bytes], fmt: str) -> bytes:
+    prefix, sep, suffix, empty = (x.encode() for x in _FRAME[fmt])
+    return prefix + sep.join(parts) + suffix if parts else empty
 
 
 def export_text(lib, collection_id: int | None, fmt: str) -> str:
     """The file text: the collection's (or all) non-trashed papers, sorted by citekey."""
     if fmt not in FORMATS:
         raise LibraryEditError(f"unknown format '{fmt}' (use one of {', '.join(FORMATS)})")
-    return render(_papers(lib, collection_id), fmt)
+    data = _assemble([_part(p, fmt) for p in _papers(lib, collection_id)], fmt)
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _write(path: Path, text: str) -> bool:
-    data = text.encode("utf-8", "surrogateescape")
+    return _write_bytes(path, text.encode("utf-8", "surrogateescape"))
+
+
+def _write_bytes(path: Path, data: bytes) -> bool:
     try:
         _check_target(path)
         if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
@@ -146,29 +222,66 @@ def _lock(lib) -> FileLock:
     return FileLock(f"{lib.path}.export.lock", timeout=LOCK_TIMEOUT_S)
 
 
-def run_all(lib, *, force: bool = False) -> list[str]:
+def run_all(lib, *, force: bool = False, only: str | None = None) -> list[str]:
     """Bring every registered file in step with the library; returns the failures as one-line
     messages. Serialised across processes; a file already showing this generation is skipped."""
     if lib.conn.in_transaction:
         raise RuntimeError("auto-exports run after the commit, not inside a transaction")
     try:
         with _lock(lib):
-            return _run_locked(lib, force)
+            return _run_locked(lib, force, only)
     except Timeout:
         return [f"{lib.path}: another process holds the auto-export lock; files catch up later"]
 
 
-def _run_locked(lib, force: bool) -> list[str]:
+def _index(lib, path: str) -> dict | None:
+    row = lib.conn.execute("SELECT value FROM meta WHERE key = ?", (_INDEX + path,)).fetchone()
+    try:
+        return json.loads(row[0]) if row else None
+    except ValueError:
+        return None
+
+
+def _incremental(lib, entry: AutoExport, gen: int, index: dict | None):
+    """``(parts, index rows)`` from the file and the papers changed since it was written, or
+    None when the file must be rendered whole."""
+    if index is None or entry.collection_id is not None or index.get("format") != entry.format:
+        return None
+    changed = _changes_since(lib, int(index.get("gen", -1)), gen)
+    if changed is None or len(changed) > _MAX_INCREMENTAL:
+        return None
+    try:
+        st = os.stat(entry.path)
+        if (st.st_size, st.st_mtime_ns) != (index["bytes"], index["mtime_ns"]):
+            return None  # edited by hand or replaced: write it whole
+        text = Path(entry.path).read_bytes()
+    except (OSError, KeyError):
+        return None
+    prefix, sep, _suffix, _empty = _FRAME[entry.format]
+    rows, parts, pos = [], [], len(prefix)
+    for pid, key, n in index["parts"]:
+        if pid not in changed:
+            rows.append((key, pid))
+            parts.append(text[pos : pos + n])
+        pos += n + len(sep)
+    for p in lib.get_many(sorted(changed)):
+        if p.deleted_at is None:
+            at = bisect.bisect(rows, (_sort_key(p), p.id))
+            rows.insert(at, (_sort_key(p), p.id))
+            parts.insert(at, _part(p, entry.format))
+    return parts, rows
+
+
+def _run_locked(lib, force: bool, only: str | None) -> list[str]:
     errors: list[str] = []
-    done: list[tuple[str, int]] = []
-    texts: dict[tuple, str] = {}
-    papers: dict[int | None, list] = {}
+    done: list[tuple[str, str]] = []
+    whole: dict[tuple, tuple] = {}
     lib.conn.execute("BEGIN")  # one read snapshot: the generation and the papers it names
     try:
         gen = generation(lib)
         stale = set(out_of_step(lib))
         for entry in list_auto_exports(lib):
-            if not force and entry.path not in stale:
+            if (only and entry.path != only) or (not force and entry.path not in stale):
                 continue
             try:
                 if entry.format not in FORMATS:
@@ -176,25 +289,41 @@ def _run_locked(lib, force: bool) -> list[str]:
                         f"unknown format '{entry.format}' (use one of {', '.join(FORMATS)})",
                         file=entry.path,
                     )
-                scope = entry.collection_id
-                if (scope, entry.format) not in texts:
-                    if scope not in papers:
-                        papers[scope] = _papers(lib, scope)
-                    texts[(scope, entry.format)] = render(papers[scope], entry.format)
-                _write(Path(entry.path), texts[(scope, entry.format)])
-                done.append((entry.path, gen))
+                _check_target(Path(entry.path))
+                got = None if force else _incremental(lib, entry, gen, _index(lib, entry.path))
+                if got is None:
+                    scope = (entry.collection_id, entry.format)
+                    if scope not in whole:
+                        papers = _papers(lib, entry.collection_id)
+                        whole[scope] = (
+                            [_part(p, entry.format) for p in papers],
+                            [(_sort_key(p), p.id) for p in papers],
+                        )
+                    got = whole[scope]
+                parts, rows = got
+                data = _assemble(parts, entry.format)
+                _write_bytes(Path(entry.path), data)
+                index = {
+                    "gen": gen,
+                    "format": entry.format,
+                    "bytes": len(data),
+                    "mtime_ns": os.stat(entry.path).st_mtime_ns,
+                    "parts": [[pid, key, len(part)] for (key, pid), part in zip(rows, parts)],
+                }
+                done.append((entry.path, json.dumps(index, ensure_ascii=False)))
             except LibraryEditError as exc:
                 errors.append(str(exc))
     finally:
         lib.conn.execute("COMMIT")
     if done:
         with lib.transaction():
-            for path, g in done:
-                lib.conn.execute(
-                    "INSERT INTO meta(key, value) VALUES (?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (_WRITTEN + path, str(g)),
-                )
+            for path, index in done:
+                for key, value in ((_WRITTEN + path, str(gen)), (_INDEX + path, index)):
+                    lib.conn.execute(
+                        "INSERT INTO meta(key, value) VALUES (?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        (key, value),
+                    )
                 lib.conn.execute(
                     "UPDATE auto_exports SET last_written_at = ? WHERE path = ?", (_now(), path)
                 )

@@ -331,7 +331,7 @@ def merge(lib, keep_id: int, other_ids: list[int]) -> Paper:
                 event,
             ),
         )
-        lib.mark_changed()
+        lib.mark_changed([kept.id])
         return lib.get(kept.id)
 
 

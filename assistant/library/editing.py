@@ -194,7 +194,7 @@ def _store(lib, old: Paper, new: Paper, action: str) -> Paper:
             json.dumps(snapshot(new), ensure_ascii=False),
         ),
     )
-    lib.mark_changed()
+    lib.mark_changed([old.id])
     return lib.get(old.id)
 
 

@@ -136,6 +136,7 @@ class Library:
         self.db = sqlite_utils.Database(conn)
         self._tx_depth = 0
         self._changed = False  # papers changed in the open transaction (auto-export after commit)
+        self._changed_ids: set[int] | None = set()  # which ones (None: unknown, all)
         #: the last auto-export failures (``file: reason``); a failed export never undoes a change
         self.auto_export_errors: list[str] = []
         self._bulk_from: int | None = (
@@ -169,7 +170,7 @@ class Library:
             yield self
         except BaseException as exc:
             self._tx_depth = 0
-            self._changed = False
+            self._changed, self._changed_ids = False, set()
             # SQLite may already have rolled back by itself (disk full, I/O error): a second
             # ROLLBACK would fail with "no transaction is active" and hide the real reason
             if self.conn.in_transaction:
@@ -181,22 +182,26 @@ class Library:
         faults.point("library.commit")
         try:
             if self._changed:  # one more generation, in the same commit (auto-export catch-up)
-                self.conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT(key) "
-                    "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-                )
+                from assistant.library.autoexport import record_change
+
+                record_change(self.conn, self._changed_ids)
             self.conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise sqlite_error(exc, self.path) from exc
         if self._changed:
-            self._changed = False
+            self._changed, self._changed_ids = False, set()
             self._after_change()
 
-    def mark_changed(self) -> None:
-        """Note that papers changed in the open transaction (auto-exports run after the commit)."""
+    def mark_changed(self, ids: Iterable[int] | None = None) -> None:
+        """Note that papers ``ids`` (None: any) changed in the open transaction (auto-exports run
+        after the commit and re-render only these papers' entries)."""
         self._changed = True
+        if ids is None:
+            self._changed_ids = None
+        elif self._changed_ids is not None:
+            self._changed_ids.update(ids)
 
     def _after_change(self) -> None:
         from assistant.library import autoexport
@@ -518,7 +523,7 @@ class Library:
                     ),
                 )
                 outcome = ImportOutcome("added", cur.lastrowid, key)
-                self._changed = True
+                self.mark_changed([cur.lastrowid])
             else:
                 old = self.get(existing_id)
                 merged = merge_papers(old, paper)
@@ -548,7 +553,7 @@ class Library:
             return outcome
 
     def _update(self, paper: Paper, now: str) -> None:
-        self._changed = True
+        self.mark_changed([paper.id])
         self._fts_delete(paper.id)
         self.conn.execute(
             "UPDATE papers SET entry_type=?, doi=?, arxiv_id=?, title=?, abstract=?, authors=?, year=?, venue=?, "
@@ -588,7 +593,7 @@ class Library:
     def remove(self, paper_id: int) -> bool:
         """Delete a paper, its original records and its citation edges (explicit user action)."""
         with self.transaction():
-            self._changed = True
+            self.mark_changed([paper_id])
             self._fts_delete(paper_id)
             cur = self.conn.execute("DELETE FROM papers WHERE id = ?", (paper_id,))
         return cur.rowcount > 0

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from assistant import faults
 from assistant.library.export import FORMATS, paper_to_bibtex
 from assistant.library.groups import LibraryEditError, collection_paper_ids
 from assistant.textfile import FileRefused, write_atomic
@@ -303,6 +304,7 @@ def _run_locked(lib, force: bool, only: str | None) -> list[str]:
                 parts, rows = got
                 data = _assemble(parts, entry.format)
                 _write_bytes(Path(entry.path), data)
+                faults.point("autoexport.written")
                 index = {
                     "gen": gen,
                     "format": entry.format,

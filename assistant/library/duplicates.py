@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 from rapidfuzz import fuzz
 
+from assistant import faults
 from assistant.library.editing import snapshot
 from assistant.library.groups import LibraryEditError
 from assistant.library.models import Paper
@@ -169,6 +170,7 @@ def _rows(lib, sql: str, args: tuple) -> list[dict]:
 
 def _absorb(lib, kept_id: int, oid: int, now: str) -> dict:
     """Move everything of paper ``oid`` to ``kept_id`` and delete ``oid``; returns the undo data."""
+    faults.point("library.store")
     q = lambda sql: [r[0] for r in lib.conn.execute(sql, (oid,))]  # noqa: E731
     undo = {
         "row": _rows(lib, "SELECT * FROM papers WHERE id = ?", (oid,))[0],

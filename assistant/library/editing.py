@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from assistant import faults
 from assistant.library import citekeys
 from assistant.library.groups import LibraryEditError
 from assistant.library.models import Paper
@@ -160,6 +161,7 @@ def apply_changes(paper: Paper, changes: dict) -> Paper:
 
 def _store(lib, old: Paper, new: Paper, action: str) -> Paper:
     """Write ``new`` over ``old`` and record the history row (inside the caller's transaction)."""
+    faults.point("library.store")
     if new.doi and new.doi != old.doi:
         other = lib.conn.execute(
             "SELECT citekey FROM papers WHERE doi = ? AND id != ?", (new.doi, old.id)

@@ -192,6 +192,7 @@ class Library:
             raise sqlite_error(exc, self.path) from exc
         if self._changed:
             self._changed, self._changed_ids = False, set()
+            faults.point("library.committed")
             self._after_change()
 
     def mark_changed(self, ids: Iterable[int] | None = None) -> None:

@@ -57,6 +57,21 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _json(value, kind: type):
+    """A JSON list/object column; a damaged value (not JSON, another type) is read as its text
+    (one list item, or ``{"damaged": text}``) rather than failing every reader of the library."""
+    try:
+        out = json.loads(value) if isinstance(value, str | bytes) else value
+    except ValueError:
+        out = None
+    if isinstance(out, kind):
+        return out
+    if value in (None, "", b""):
+        return kind()
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    return [text] if kind is list else {"damaged": text}
+
+
 def content_hash(paper: Paper) -> str:
     """Hash of what the indexes see (title, abstract, keywords): changes iff re-indexing is needed."""
     text = "\x1f".join((paper.title or "", paper.abstract or "", "\x1e".join(paper.keywords)))
@@ -273,17 +288,17 @@ class Library:
             arxiv_id=row[4],
             title=row[5],
             abstract=row[6],
-            authors=json.loads(row[7]),
+            authors=_json(row[7], list),
             year=row[8],
             venue=row[9],
-            keywords=json.loads(row[10]),
+            keywords=_json(row[10], list),
             url=row[11],
             pdf_path=row[12],
             source_file=row[13],
-            extra=json.loads(row[14]),
+            extra=_json(row[14], dict),
             added_at=row[15],
             updated_at=row[16],
-            editors=json.loads(row[17]),
+            editors=_json(row[17], list),
             deleted_at=row[18],
             pinned=bool(row[19]),
             original_text=row[20] or "",

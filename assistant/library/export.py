@@ -83,6 +83,8 @@ def _field(name: str, value: str, raw: bool = False, verbatim: bool = False) -> 
     """``name = {value}``; ``verbatim`` fields (DOI, URL, file) are written unescaped, as biblatex reads them."""
     if raw:
         return f"  {name} = {value}"
+    if verbatim:  # braces inside a URL/DOI/path must not close the field (\{ is read back)
+        value = value.replace("{", r"\{").replace("}", r"\}")
     return f"  {name} = {{{value if verbatim else escape(value)}}}"
 
 

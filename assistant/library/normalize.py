@@ -192,7 +192,7 @@ def clean_url(value: str | None) -> str | None:
     if not value:
         return None
     value = value.strip()
-    return re.sub(r"\\([_%&#~$])", r"\1", value) if "\\" in value else value
+    return re.sub(r"\\([_%&#~${}])", r"\1", value) if "\\" in value else value
 
 
 def find_arxiv_id(*values: str | None) -> str | None:

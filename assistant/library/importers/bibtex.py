@@ -91,6 +91,7 @@ _MONTH_NAMES = dict(
     )
 )
 _BARE = re.compile(r"[A-Za-z0-9_:.+\-]+")
+_VERBATIM_BRACE = re.compile(r"\\([{}])")
 
 
 def _top_level_parts(value: str) -> list[str]:
@@ -216,6 +217,9 @@ def entry_to_paper(
         extra[name] = _month(value) if name == "month" else clean_text(value)
     if extra.get("pages"):  # BibTeX writes a range with "--" (an en dash)
         extra["pages"] = re.sub(r"(?<=\w)\s*-{1,3}\s*(?=\w)", "\u2013", extra["pages"])
+    for name in ("doi", "eprint", "pdf", "file"):  # verbatim fields: \{ \} are braces
+        if "\\" in fields.get(name, ""):
+            fields[name] = _VERBATIM_BRACE.sub(r"\1", fields[name])
     pdf = fields.get("pdf") or None
     if not pdf and fields.get("file"):
         # JabRef/Zotero style: "Description:path/to/file.pdf:PDF"

@@ -112,6 +112,7 @@ def find_duplicates(lib, threshold: float = TITLE_THRESHOLD) -> list[DuplicateGr
     for (year, akey), ids in blocks.items():
         if len(ids) < 2:
             continue
+        pairs = []
         for i, a in enumerate(ids):
             for b in ids[i + 1 :]:
                 ta, tb = by_id[a], by_id[b]
@@ -121,19 +122,20 @@ def find_duplicates(lib, threshold: float = TITLE_THRESHOLD) -> list[DuplicateGr
                     100.0 if ta[2] == tb[2] else fuzz.token_sort_ratio(ta[1].lower(), tb[1].lower())
                 )
                 if score >= threshold:
-                    same = (
-                        "same normalised title" if ta[2] == tb[2] else f"titles {score:.0f}% alike"
-                    )
-                    dois = "one DOI" if (ta[5] or tb[5]) else "no DOI"
-                    venue = "same venue" if ta[8].lower() == tb[8].lower() else "venue alike"
-                    if not (ta[8] and tb[8]):
-                        venue = "one venue"
-                    union(
-                        a,
-                        b,
-                        score,
-                        f"#{a}~#{b}: {same}, year {year}, first author {akey}, {dois}, {venue}",
-                    )
+                    venue = fuzz.token_set_ratio(ta[8].lower(), tb[8].lower()) if ta[8] else 0.0
+                    pairs.append((score, venue if tb[8] else 0.0, a, b))
+        # the likeliest pairs join first: a copy without a DOI goes to the version (of several
+        # with their own DOIs: a paper and its reprint) whose venue it shares
+        for score, _venue, a, b in sorted(pairs, reverse=True):
+            ta, tb = by_id[a], by_id[b]
+            same = "same normalised title" if ta[2] == tb[2] else f"titles {score:.0f}% alike"
+            dois = "one DOI" if (ta[5] or tb[5]) else "no DOI"
+            venue = "same venue" if ta[8].lower() == tb[8].lower() else "venue alike"
+            if not (ta[8] and tb[8]):
+                venue = "one venue"
+            union(
+                a, b, score, f"#{a}~#{b}: {same}, year {year}, first author {akey}, {dois}, {venue}"
+            )
     groups: dict[int, list[int]] = defaultdict(list)
     for pid in list(parent):
         groups[find(pid)].append(pid)

@@ -130,3 +130,13 @@ def test_cli_remove_reports_one_line_per_failed_export(db, tmp_path):
     assert "warning: auto-export failed:" in result.stderr
     shown = runner.invoke(main, ["library", "trash", "--db", str(db)])
     assert "smith2020axioms" in shown.stdout
+
+
+def test_an_unknown_export_format_is_one_line(db, tmp_path):
+    with Library(db) as lib:
+        mgr = LibraryManager(lib)
+        with pytest.raises(LibraryEditError, match="unknown export format 'docx'"):
+            mgr.export(tmp_path / "out.docx", fmt="docx")
+        with pytest.raises(LibraryEditError, match="unknown format 'docx'"):
+            mgr.add_auto_export(tmp_path / "auto.docx", fmt="docx")
+        assert mgr.auto_exports() == [] and not (tmp_path / "out.docx").exists()

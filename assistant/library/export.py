@@ -187,6 +187,10 @@ def export_bibtex(
 
     When a citekey is not in the library nothing is written (an existing ``output`` is left as it
     was) unless ``allow_missing`` is set, which exports the papers that were found."""
+    if fmt not in (*FORMATS, "csljson"):  # refused before anything is read or written
+        from assistant.library.groups import LibraryEditError
+
+        raise LibraryEditError(f"unknown export format '{fmt}' (use one of {', '.join(FORMATS)})")
     missing: list[str] = []
     if citekeys is None and ids is None:
         papers: list[Paper] = list(library.iter_papers())

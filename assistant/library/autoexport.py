@@ -233,6 +233,8 @@ def run_all(lib, *, force: bool = False, only: str | None = None) -> list[str]:
             return _run_locked(lib, force, only)
     except Timeout:
         return [f"{lib.path}: another process holds the auto-export lock; files catch up later"]
+    except OSError as exc:  # the lock file cannot be made (a read-only folder)
+        return [f"{lib.path}: cannot take the auto-export lock ({exc.strerror or exc})"]
 
 
 def _index(lib, path: str) -> dict | None:

@@ -150,7 +150,11 @@ def test_non_utf8_is_decoded_with_a_warning(lib):
         "Peña, José María"
     ]
     assert _issues(report, "latin1.bib") == [
-        (2, "warning", "not valid UTF-8 (byte 0xe9); decoded as cp1252")
+        (
+            2,
+            "warning",
+            "not valid UTF-8 on 2 line(s) (2, 3); those lines decoded as cp1252, the others as UTF-8",
+        )
     ]
 
 

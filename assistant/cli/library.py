@@ -38,7 +38,22 @@ class _ProgressPrinter:
         click.echo(("\r" + line) if self.tty else line, err=True, nl=not self.tty)
 
 
-@click.group("library")
+class _LibraryGroup(click.Group):
+    """Turns the odd inputs no command can use into one line instead of a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except UnicodeEncodeError as exc:
+            bad = exc.object[max(0, exc.start - 20) : exc.end + 20]
+            shown = bad.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise click.ClickException(
+                f"an argument or path is not valid UTF-8 (near {shown!r}); rename it or pass it "
+                "in UTF-8"
+            ) from None
+
+
+@click.group("library", cls=_LibraryGroup)
 def library() -> None:
     """Manage the paper library (import, search, export)."""
 
@@ -230,12 +245,12 @@ def remove_cmd(ctx, keys, db):
         if unknown:
             click.echo("nothing removed", err=True)
             ctx.exit(1)
-        removed: set[int] = set()
-        for _, paper in found:
-            if paper.id not in removed:
-                editing.trash(lib, [paper.id])
-                removed.add(paper.id)
-                click.echo(f"moved to the trash {paper.citekey}: {paper.title}")
+        papers = list({paper.id: paper for _, paper in found}.values())
+        editing.trash(lib, [p.id for p in papers])  # one transaction: all or nothing
+        for paper in papers:
+            click.echo(f"moved to the trash {paper.citekey}: {paper.title}")
+        for err in lib.auto_export_errors:
+            click.echo(f"warning: auto-export failed: {err}", err=True)
     finally:
         lib.close()
 

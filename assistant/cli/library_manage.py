@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 
 import click
 
@@ -125,7 +126,8 @@ def history_cmd(ctx, mgr, key):
         click.echo(f"#{h.id:<6} {h.changed_at} {h.action:<8} {', '.join(changed)}")
         for name in changed:
             if name not in ("abstract",):
-                click.echo(f"         {name}: {h.before.get(name)!r} -> {h.after.get(name)!r}")
+                old, new = h.values(name)
+                click.echo(f"         {name}: {old!r} -> {new!r}")
 
 
 @library.command("revert")
@@ -182,16 +184,71 @@ def trash_empty(ctx, mgr, yes):
     click.echo(f"deleted {mgr.empty_trash(confirmed=True)} paper(s) for good")
 
 
+def _show_group(mgr, g, papers) -> None:
+    from assistant.library.duplicates import differences
+
+    click.echo(f"--- {g.reason} ({g.score:.0f}):")
+    for p in papers:
+        click.echo(f"  [{p.doi or 'no DOI'}] " + _line(p))
+    for why in g.evidence:
+        click.echo(f"    evidence: {why}")
+    for diff in differences(papers):
+        click.echo(f"    differs: {diff}")
+
+
+def _group_json(mgr, g) -> dict:
+    papers = mgr.lib.get_many(g.ids)
+    return {
+        "reason": g.reason,
+        "score": g.score,
+        "evidence": g.evidence,
+        "citekeys": [p.citekey for p in papers],
+        "dois": [p.doi for p in papers],
+        "titles": [p.title for p in papers],
+    }
+
+
+def _merge_reviewed(mgr, path) -> tuple[int, int]:
+    """Merge the groups of a reviewed list (the ``--json`` output, edited): the first citekey of
+    each group is kept. Every key is looked up before anything is merged."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            groups = json.load(f)
+        plan = [[mgr.find(str(k)) for k in g["citekeys"]] for g in groups]
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise click.ClickException(
+            f"{path}: not a reviewed duplicates list ({exc}); write one with "
+            "`library duplicates --json > FILE`, delete the groups that are not duplicates"
+        ) from None
+    merged = 0
+    for papers in plan:
+        if len({p.id for p in papers}) < 2:
+            continue
+        mgr.merge(papers[0].id, [p.id for p in papers[1:]])
+        merged += len(papers) - 1
+        click.echo(f"merged {', '.join(p.citekey for p in papers[1:])} into {papers[0].citekey}")
+    return len(plan), merged
+
+
 @library.command("duplicates")
-@click.option("--merge", "do_merge", is_flag=True, help="Merge every group into its first paper.")
+@click.option("--merge", "do_merge", is_flag=True, help="Merge groups, asking for each one.")
+@click.option("--yes", is_flag=True, help="With --merge: merge every group without asking.")
+@click.option(
+    "--merge-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Merge the groups of a reviewed list (the --json output, with non-duplicates deleted).",
+)
 @click.option("--keep", default=None, help="With KEY...: the paper to keep when merging these.")
 @click.argument("keys", nargs=-1)
 @click.option("--threshold", type=float, default=None, help="Title similarity 0-100 (default 92).")
 @click.option("--json", "as_json", is_flag=True)
 @_closing
-def duplicates_cmd(ctx, mgr, do_merge, keep, keys, threshold, as_json):
-    """List groups of duplicates (same DOI; similar title, same year and first author), or merge:
-    `--merge` (all groups), `--keep KEY KEY2 KEY3` (these). Old keys stay as aliases."""
+def duplicates_cmd(ctx, mgr, do_merge, yes, merge_file, keep, keys, threshold, as_json):
+    """List groups of likely duplicates (similar title, same year and first author; never two
+    different DOIs) with their evidence. Merge: `--merge` asks per group (`--yes`: all),
+    `--merge-file REVIEWED.json`, or `--keep KEY KEY2 KEY3`. Old keys stay as aliases; `library
+    revert` of the merge change un-merges."""
     if keys or keep:
         if not keep or not keys:
             raise click.UsageError("give --keep KEY and the keys to merge into it")
@@ -200,35 +257,29 @@ def duplicates_cmd(ctx, mgr, do_merge, keep, keys, threshold, as_json):
         p = mgr.merge(kept.id, others)
         click.echo(f"merged {len(others)} paper(s) into {p.citekey}")
         return
+    if merge_file:
+        n, merged = _merge_reviewed(mgr, merge_file)
+        click.echo(f"{n} reviewed group(s), {merged} paper(s) merged", err=True)
+        return
     groups = mgr.duplicates(threshold) if threshold is not None else mgr.duplicates()
     if as_json and not do_merge:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "reason": g.reason,
-                        "score": g.score,
-                        "citekeys": [p.citekey for p in mgr.lib.get_many(g.ids)],
-                    }
-                    for g in groups
-                ],
-                indent=2,
-            )
-        )
+        click.echo(json.dumps([_group_json(mgr, g) for g in groups], indent=2, ensure_ascii=False))
         return
+    if do_merge and not yes and not sys.stdin.isatty():
+        raise click.UsageError(
+            "--merge asks before each group: answer on a terminal, give --yes, or review "
+            "`--json` output and pass it with --merge-file"
+        )
     merged = 0
     for g in groups:
         papers = mgr.lib.get_many(g.ids)
-        if do_merge:
+        _show_group(mgr, g, papers)
+        if do_merge and (yes or click.confirm(f"Merge into {papers[0].citekey}?", default=False)):
             mgr.merge(g.ids[0], g.ids[1:])
             merged += len(g.ids) - 1
             click.echo(
                 f"merged {', '.join(p.citekey for p in papers[1:])} into {papers[0].citekey}"
             )
-        else:
-            click.echo(f"--- {g.reason} ({g.score:.0f}):")
-            for p in papers:
-                click.echo("  " + _line(p))
     click.echo(
         f"{len(groups)} group(s)" + (f", {merged} paper(s) merged" if do_merge else ""), err=True
     )

@@ -129,15 +129,31 @@ def import_cmd(
             progress=_progress,
         )
     except (MissingWeightsError, OSError, ValueError) as exc:
-        raise click.ClickException(f"cannot import {src}: {exc}") from exc
+        raise click.ClickException(f"cannot import {src}: {_one_line(exc)}") from exc
+    except Exception as exc:  # a damaged folder fails deep inside transformers/torch/onnx
+        raise click.ClickException(
+            f"cannot import {src}: the folder looks damaged ({type(exc).__name__}: "
+            f"{_one_line(exc)})"
+        ) from exc
     click.echo(f"imported {name} -> {path}")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 def _declared_pooling(src: Path) -> str | None:
     cfg = src / "1_Pooling" / "config.json"
     if not cfg.is_file():
         return None
-    data = json.loads(cfg.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(
+            f"{cfg}: not a readable pooling config ({_one_line(exc)})"
+        ) from None
+    if not isinstance(data, dict):
+        raise click.ClickException(f"{cfg}: not a pooling config (a JSON object is expected)")
     if data.get("pooling_mode_mean_tokens"):
         return "mean"
     if data.get("pooling_mode_cls_token"):

@@ -179,6 +179,9 @@ class BibChange:
         return bool(self.addition)
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def append_entry(path: Path | str, entry_text: str) -> AppendResult:
     """Append one BibTeX entry to ``path`` (created if missing) unless it is already there."""
     return apply_bib_change(plan_append(path, entry_text))
@@ -188,6 +191,8 @@ def plan_append(path: Path | str, entry_text: str) -> BibChange:
     """What appending one BibTeX entry to ``path`` would do: the key to cite and the text to add
     (validated: every old entry survives). Raises ``BibFileError``; writes nothing."""
     path = Path(path)
+    # a lone surrogate (from a JSON "\ud800" or a non-UTF-8 argument) cannot be written as UTF-8
+    entry_text = _SURROGATES.sub("\ufffd", entry_text)
     new_entries, errors = parse_entries(entry_text, "<new entry>")
     if len(new_entries) != 1 or errors:
         raise BibFileError(

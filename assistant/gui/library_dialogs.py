@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -63,6 +64,7 @@ class DuplicatesDialog(QDialog):
                 ["", "", "", f"{papers[0].title} ({len(papers)}, {group.reason})", "", ""]
             )
             top.setData(0, _ID, n)
+            top.setToolTip(3, "\n".join(group.evidence) or group.reason)
             for i, p in enumerate(papers):
                 child = QTreeWidgetItem(
                     [
@@ -76,11 +78,14 @@ class DuplicatesDialog(QDialog):
                 )
                 child.setData(0, _ID, p.id)
                 top.addChild(child)
+            for line in group.evidence:  # why the finder thinks these are one work
+                top.addChild(QTreeWidgetItem(["", "", "", f"evidence: {line}", "", ""]))
             self.tree.addTopLevelItem(top)
         self.tree.expandAll()
         self.summary.setText(
-            f"{len(self.groups)} group(s) of possible duplicates (same DOI, or a similar title with the "
-            "same year and first author). Merging keeps every record; old keys keep resolving."
+            f"{len(self.groups)} group(s) of possible duplicates (a similar title, the same year and "
+            "first author; never two DOIs). Merging keeps every record; old keys keep resolving; "
+            "the paper's history can undo a merge."
         )
 
     def _group_item(self) -> QTreeWidgetItem | None:
@@ -91,17 +96,16 @@ class DuplicatesDialog(QDialog):
 
     def keep_selected(self) -> None:
         item = self.tree.currentItem()
-        if item is None or item.parent() is None:
+        if item is None or item.parent() is None or item.data(0, _ID) is None:
             return
         top = item.parent()
         for i in range(top.childCount()):
             top.child(i).setText(0, "✔" if top.child(i) is item else "")
 
     def _merge(self, top: QTreeWidgetItem) -> None:
-        ids = [int(top.child(i).data(0, _ID)) for i in range(top.childCount())]
-        keep = next(
-            int(top.child(i).data(0, _ID)) for i in range(top.childCount()) if top.child(i).text(0)
-        )
+        rows = [top.child(i) for i in range(top.childCount()) if top.child(i).data(0, _ID)]
+        ids = [int(r.data(0, _ID)) for r in rows]
+        keep = next(int(r.data(0, _ID)) for r in rows if r.text(0))
         self.manager.merge(keep, [i for i in ids if i != keep])
         self.merged += len(ids) - 1
 
@@ -112,6 +116,15 @@ class DuplicatesDialog(QDialog):
             self.reload()
 
     def merge_all(self) -> None:
+        n = self.tree.topLevelItemCount()
+        answer = QMessageBox.question(
+            self,
+            "Merge all groups",
+            f"Merge all {n} groups? Check each group's evidence first; "
+            "a merge can be undone from the paper's history.",
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            return
         for i in range(self.tree.topLevelItemCount()):
             self._merge(self.tree.topLevelItem(i))
         self.reload()

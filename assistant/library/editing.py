@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from assistant import faults
 from assistant.library import citekeys
 from assistant.library.groups import LibraryEditError
 from assistant.library.models import Paper
@@ -68,12 +69,17 @@ class HistoryEntry:
     id: int
     paper_id: int
     changed_at: str
-    action: str  # edit | trash | restore | citekey | merge | revert
+    action: str  # edit | trash | restore | citekey | merge | revert | unmerge
     before: dict
     after: dict
 
     def changed_fields(self) -> list[str]:
-        return [k for k in _SNAPSHOT if self.before.get(k) != self.after.get(k)]
+        """The fields this change touched (``extra.NAME`` for a field kept in ``extra``)."""
+        return _diff(self.before, self.after)
+
+    def values(self, name: str) -> tuple:
+        """``(before, after)`` of one field named as in :meth:`changed_fields`."""
+        return _flat(self.before).get(name), _flat(self.after).get(name)
 
 
 def _now() -> str:
@@ -155,6 +161,7 @@ def apply_changes(paper: Paper, changes: dict) -> Paper:
 
 def _store(lib, old: Paper, new: Paper, action: str) -> Paper:
     """Write ``new`` over ``old`` and record the history row (inside the caller's transaction)."""
+    faults.point("library.store")
     if new.doi and new.doi != old.doi:
         other = lib.conn.execute(
             "SELECT citekey FROM papers WHERE doi = ? AND id != ?", (new.doi, old.id)
@@ -189,7 +196,7 @@ def _store(lib, old: Paper, new: Paper, action: str) -> Paper:
             json.dumps(snapshot(new), ensure_ascii=False),
         ),
     )
-    lib.mark_changed()
+    lib.mark_changed([old.id])
     return lib.get(old.id)
 
 
@@ -224,18 +231,95 @@ def history(lib, paper_id: int) -> list[HistoryEntry]:
     return [HistoryEntry(r[0], r[1], r[2], r[3], json.loads(r[4]), json.loads(r[5])) for r in rows]
 
 
+def _flat(snap: dict) -> dict:
+    """A snapshot with each ``extra`` field as its own ``extra.NAME`` entry (field-level diffs)."""
+    out = {k: snap.get(k) for k in _SNAPSHOT if k != "extra"}
+    out.update({f"extra.{k}": v for k, v in (snap.get("extra") or {}).items()})
+    return out
+
+
+def _diff(before: dict, after: dict) -> list[str]:
+    a, b = _flat(before), _flat(after)
+    return [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+
+
+def _apply(paper: Paper, values: dict) -> Paper:
+    new = replace(paper, extra=dict(paper.extra))
+    for name, value in values.items():
+        if name.startswith("extra."):
+            if value is None:
+                new.extra.pop(name[6:], None)
+            else:
+                new.extra[name[6:]] = value
+        else:
+            setattr(new, name, value)
+    return new
+
+
+class RevertConflict(LibraryEditError):
+    """A change cannot be undone alone: a later change touched the same fields."""
+
+
 def revert(lib, history_id: int) -> Paper:
-    """Put the paper back as it was before history entry ``history_id`` (recorded as a new change)."""
+    """Undo exactly change ``history_id``: only the fields it changed go back, and only when no
+    later change touched them (else :class:`RevertConflict` names the later changes). Reverting
+    a merge brings the merged-away papers back. The undo is recorded as a new change."""
     with lib.transaction():
         row = lib.conn.execute(
-            "SELECT paper_id, before FROM paper_history WHERE id = ?", (history_id,)
+            "SELECT paper_id, action, before, after FROM paper_history WHERE id = ?", (history_id,)
         ).fetchone()
         if row is None:
             raise LibraryEditError(f"no change #{history_id} in the edit history")
-        old = _get(lib, row[0])
-        before = json.loads(row[1])
-        new = replace(old, **{k: v for k, v in before.items() if k in _SNAPSHOT})
+        paper_id, action, before, after = row[0], row[1], json.loads(row[2]), json.loads(row[3])
+        if action == "unmerge":
+            raise LibraryEditError(
+                f"change #{history_id} undid a merge; merge the papers again instead"
+            )
+        old = _get(lib, paper_id)
+        fields = _diff(before, after)
+        now, was, then = _flat(snapshot(old)), _flat(before), _flat(after)
+        conflicts = [f for f in fields if now.get(f) != then.get(f)]
+        if action == "merge":
+            return _unmerge(lib, history_id, old, before, fields, conflicts, was)
+        if fields and all(now.get(f) == was.get(f) for f in fields):
+            raise LibraryEditError(f"change #{history_id} is already undone")
+        if conflicts:
+            _raise_conflict(lib, history_id, paper_id, conflicts)
+        new = _apply(old, {f: was.get(f) for f in fields})
         return _store(lib, old, new, "revert")
+
+
+def _raise_conflict(lib, history_id: int, paper_id: int, conflicts: list[str]) -> None:
+    later = [
+        f"#{h.id} ({h.action})"
+        for h in history(lib, paper_id)
+        if h.id > history_id and set(_diff(h.before, h.after)) & set(conflicts)
+    ]
+    raise RevertConflict(
+        f"cannot revert change #{history_id}: {', '.join(conflicts)} changed again since"
+        + (f" by {', '.join(reversed(later))}" if later else "")
+        + "; revert those first"
+    )
+
+
+def _unmerge(lib, history_id, kept, before, fields, conflicts, was) -> Paper:
+    from assistant.library.duplicates import restore_absorbed
+
+    undo = before.get("unmerge")
+    if undo is None:
+        raise LibraryEditError(
+            f"merge #{history_id} was recorded by an older version and cannot be undone; "
+            "the merged papers' fields are in `library show --json`"
+        )
+    if any(lib.get(u["row"]["id"]) is not None for u in undo):
+        raise LibraryEditError(f"merge #{history_id} is already undone")
+    if conflicts:
+        _raise_conflict(lib, history_id, kept.id, conflicts)
+    new = _apply(kept, {f: was.get(f) for f in fields})
+    stored = _store(lib, kept, new, "unmerge")
+    for item in undo:
+        restore_absorbed(lib, kept.id, item)
+    return stored
 
 
 # -- trash -------------------------------------------------------------------------------------
@@ -280,8 +364,8 @@ def empty_trash(lib, *, confirmed: bool) -> int:
     ``confirmed`` must be True: the faces ask the user first; nothing is destroyed otherwise."""
     if not confirmed:
         raise LibraryEditError("emptying the trash deletes papers for good: confirm first")
-    ids = [r[0] for r in lib.conn.execute("SELECT id FROM papers WHERE deleted_at IS NOT NULL")]
     with lib.transaction():
+        ids = [r[0] for r in lib.conn.execute("SELECT id FROM papers WHERE deleted_at IS NOT NULL")]
         for pid in ids:
             lib.conn.execute("DELETE FROM paper_history WHERE paper_id = ?", (pid,))
             lib.conn.execute("DELETE FROM citekey_aliases WHERE paper_id = ?", (pid,))

@@ -83,6 +83,8 @@ def _field(name: str, value: str, raw: bool = False, verbatim: bool = False) -> 
     """``name = {value}``; ``verbatim`` fields (DOI, URL, file) are written unescaped, as biblatex reads them."""
     if raw:
         return f"  {name} = {value}"
+    if verbatim:  # braces inside a URL/DOI/path must not close the field (\{ is read back)
+        value = value.replace("{", r"\{").replace("}", r"\}")
     return f"  {name} = {{{value if verbatim else escape(value)}}}"
 
 
@@ -185,6 +187,10 @@ def export_bibtex(
 
     When a citekey is not in the library nothing is written (an existing ``output`` is left as it
     was) unless ``allow_missing`` is set, which exports the papers that were found."""
+    if fmt not in (*FORMATS, "csljson"):  # refused before anything is read or written
+        from assistant.library.groups import LibraryEditError
+
+        raise LibraryEditError(f"unknown export format '{fmt}' (use one of {', '.join(FORMATS)})")
     missing: list[str] = []
     if citekeys is None and ids is None:
         papers: list[Paper] = list(library.iter_papers())

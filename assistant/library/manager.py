@@ -139,14 +139,14 @@ class LibraryManager:
         groups.delete_collection(self.lib, collection_id)
 
     def add_to_collection(self, collection_id: int, paper_ids) -> int:
-        n = groups.add_to_collection(self.lib, collection_id, paper_ids)
-        self._collections_changed()
-        return n
+        with self.lib.transaction():
+            self.lib.mark_changed()  # a collection's auto-export follows its membership too
+            return groups.add_to_collection(self.lib, collection_id, paper_ids)
 
     def remove_from_collection(self, collection_id: int, paper_ids) -> int:
-        n = groups.remove_from_collection(self.lib, collection_id, paper_ids)
-        self._collections_changed()
-        return n
+        with self.lib.transaction():
+            self.lib.mark_changed()
+            return groups.remove_from_collection(self.lib, collection_id, paper_ids)
 
     def collection_paper_ids(self, collection_ids) -> list[int]:
         return groups.collection_paper_ids(self.lib, collection_ids)
@@ -159,10 +159,6 @@ class LibraryManager:
 
     def remove_tags(self, paper_id: int, tags) -> None:
         groups.remove_tags(self.lib, paper_id, tags)
-
-    def _collections_changed(self) -> None:
-        """A collection's auto-export follows its membership too."""
-        self.lib.auto_export_errors = autoexport.run_all(self.lib)
 
     # -- export -------------------------------------------------------------------------------
     def export(

@@ -192,7 +192,7 @@ def clean_url(value: str | None) -> str | None:
     if not value:
         return None
     value = value.strip()
-    return re.sub(r"\\([_%&#~$])", r"\1", value) if "\\" in value else value
+    return re.sub(r"\\([_%&#~${}])", r"\1", value) if "\\" in value else value
 
 
 def find_arxiv_id(*values: str | None) -> str | None:
@@ -246,6 +246,8 @@ def split_authors(value: str | None) -> list[str]:
     if not value:
         return []
     names = []
+    if _CONTROL_RE.search(value):  # terminal escapes, NUL...: never stored or echoed
+        value = _CONTROL_RE.sub(" ", value)
     for raw in _split_top_level(value.strip(), _AND_RE):
         raw = raw.strip()
         if not raw:
@@ -268,7 +270,7 @@ def split_authors(value: str | None) -> list[str]:
 
 def format_name(name: str) -> str:
     """``First von Last`` or ``Last, First`` → ``Last, First`` (whitespace squashed)."""
-    name = _WS_RE.sub(" ", name).strip().strip(",")
+    name = _WS_RE.sub(" ", _CONTROL_RE.sub(" ", name)).strip().strip(",")
     if "," in name or " " not in name:
         return name
     words = name.split(" ")

@@ -248,6 +248,17 @@ def _store(
     library, parsed: ParsedFile, report: ImportReport, state: dict, tick: Callable[[str], None]
 ) -> None:
     """Add one parsed file's records to the library (inside the import transaction)."""
+    shown = displayable(parsed.path)
+    if shown != parsed.path:  # a non-UTF-8 file name: stored and shown with U+FFFD
+        for issue in parsed.issues:
+            issue.file = displayable(issue.file)
+        for record in parsed.records:
+            record.paper.source_file = displayable(record.paper.source_file or "")
+    if not parsed.records and not parsed.issues and not parsed.skipped:
+        parsed.issues.append(
+            ImportIssue(shown, 0, "no entries found (is it a BibTeX, RIS or CSL-JSON file?)")
+        )
+        parsed.skip("no entries")
     report.issues.extend(parsed.issues)
     for reason, n in parsed.skipped.items():
         report.skipped += n
@@ -270,6 +281,12 @@ def _store(
         state["records"] += 1
         if i % PROGRESS_EVERY == 0:
             tick(parsed.path)
+
+
+def displayable(text: str) -> str:
+    """``text`` with the undecodable bytes of a non-UTF-8 file name as U+FFFD (SQLite and the
+    terminal take only valid UTF-8)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _progress_event(

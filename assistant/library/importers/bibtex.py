@@ -91,6 +91,7 @@ _MONTH_NAMES = dict(
     )
 )
 _BARE = re.compile(r"[A-Za-z0-9_:.+\-]+")
+_VERBATIM_BRACE = re.compile(r"\\([{}])")
 
 
 def _top_level_parts(value: str) -> list[str]:
@@ -174,12 +175,26 @@ def repair_missing_commas(entry: Entry) -> tuple[Entry, list[str]]:
     return entry, []
 
 
+def _undelimit(entry: Entry) -> None:
+    """The fields of an entry bibtexparser set aside (a duplicate key) still carry their ``{}`` or
+    ``""``: strip them as for any other entry (``{A and B}`` is two authors, not one)."""
+    for f in entry.fields:
+        v = f.value.strip() if isinstance(f.value, str) else None
+        if v and len(_top_level_parts(v)) == 1 and len(v) >= 2 and (v[0], v[-1]) in _DELIMS:
+            f.value = v[1:-1]
+
+
+_DELIMS = {("{", "}"), ('"', '"')}
+
+
 def _strings(library) -> dict[str, str]:
     """The file's ``@string`` macros (lower-case names), themselves concatenated when needed."""
     out: dict[str, str] = {}
     for block in library.strings:
         value = block.value if isinstance(block.value, str) else str(block.value)
-        out[str(block.key).lower()] = concatenate(value.strip(), out)
+        # a plain value keeps its spaces: "Proceedings of the " # "ACM" needs the trailing one
+        joined = concatenate(value.strip(), out) if "#" in value else value
+        out[str(block.key).lower()] = joined
     return out
 
 
@@ -202,6 +217,9 @@ def entry_to_paper(
         extra[name] = _month(value) if name == "month" else clean_text(value)
     if extra.get("pages"):  # BibTeX writes a range with "--" (an en dash)
         extra["pages"] = re.sub(r"(?<=\w)\s*-{1,3}\s*(?=\w)", "\u2013", extra["pages"])
+    for name in ("doi", "eprint", "pdf", "file"):  # verbatim fields: \{ \} are braces
+        if "\\" in fields.get(name, ""):
+            fields[name] = _VERBATIM_BRACE.sub(r"\1", fields[name])
     pdf = fields.get("pdf") or None
     if not pdf and fields.get("file"):
         # JabRef/Zotero style: "Description:path/to/file.pdf:PDF"
@@ -258,6 +276,7 @@ def parse_bibtex_text(text: str, source: str) -> ParsedFile:
         elif isinstance(block, DuplicateBlockKeyBlock):
             dup = block.ignore_error_block
             if isinstance(dup, Entry):  # same key twice: keep it, dedup decides
+                _undelimit(dup)
                 entries.append((dup, block.start_line))
                 result.issues.append(
                     ImportIssue(

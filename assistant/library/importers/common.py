@@ -89,20 +89,34 @@ def read_text(path: Path, issues: list[ImportIssue] | None = None) -> str:
                 )
             )
         text = text.replace("\x00", "")
-    if not fmt.is_utf and issues is not None:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
+    if not fmt.is_utf:
+        text, bad = _decode_lines(data, fmt.encoding)
+        text = text.replace("\x00", "")
+        if bad and issues is not None:
+            lines = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
             issues.append(
                 ImportIssue(
                     str(path),
-                    line,
-                    f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); decoded as {fmt.encoding}",
+                    bad[0],
+                    f"not valid UTF-8 on {len(bad)} line(s) ({lines}); those lines decoded as "
+                    f"{fmt.encoding}, the others as UTF-8",
                     "warning",
                 )
             )
     return text
+
+
+def _decode_lines(data: bytes, legacy: str) -> tuple[str, list[int]]:
+    """Each line as UTF-8 when it is valid UTF-8, else in ``legacy``: a UTF-8 file with one
+    Latin-1 byte keeps its other records right. Returns the text and the legacy lines."""
+    out, bad = [], []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        try:
+            out.append(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append(line.decode(legacy, errors="replace"))
+            bad.append(n)
+    return "\n".join(out), bad
 
 
 def parse_text_file(path: str | Path, parse_text: Callable[[str, str], ParsedFile]) -> ParsedFile:

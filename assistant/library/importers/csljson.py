@@ -113,6 +113,10 @@ def raw_date(item: dict) -> str:
         date = item.get(key)
         if isinstance(date, dict):
             parts = date.get("date-parts") or [[]]
+            if isinstance(parts, str | int) and str(parts).strip():
+                return str(parts)  # "date-parts": "2019-05" (not the CSL shape, but clear)
+            if isinstance(parts, list) and parts and isinstance(parts[0], str | int) and parts[0]:
+                return str(parts[0])  # "date-parts": [2019, 5]
             if (
                 isinstance(parts, list)
                 and parts
@@ -184,6 +188,7 @@ def _iter_items(text: str, source: str):
     if text[pos : pos + 1] != "[":
         raise ImportFileError("not CSL-JSON (expected a JSON array of items)")
     pos += 1
+    line, counted = 1, 0  # the line number is counted on from the previous item: linear time
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
@@ -192,7 +197,9 @@ def _iter_items(text: str, source: str):
         if text[pos] == "]":
             return
         obj, end = decoder.raw_decode(text, pos)
-        yield text.count("\n", 0, pos) + 1, text[pos:end], obj
+        line += text.count("\n", counted, pos)
+        counted = pos
+        yield line, text[pos:end], obj
         pos = end
 
 

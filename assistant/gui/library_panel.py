@@ -59,6 +59,7 @@ class LibraryPanel(QWidget):
         self.library = None
         self.manager = None
         self.last_trashed: list[int] = []
+        self.last_summary = ""  # the last import's summary, shown beside the count
         self._total: int | None = None  # papers in the library (read again after a change)
         self.recommend_collection: int | None = None  # recommend only from this collection
         self.confirm = self._confirm  # replaceable in tests (no modal dialogs there)
@@ -184,9 +185,15 @@ class LibraryPanel(QWidget):
         stale_row.addWidget(self.index_now_button)
         self.stale_bar.setVisible(False)
         layout.addWidget(self.stale_bar)
+        self.progress_label = QLabel("")  # the job's whole message: wraps, never clipped
+        self.progress_label.setObjectName("progressMessage")
+        self.progress_label.setWordWrap(True)
+        self.progress_label.setVisible(False)
+        layout.addWidget(self.progress_label)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
         self.progress.setTextVisible(True)
+        self.progress.setFormat("%p%")
         layout.addWidget(self.progress)
         bottom = QHBoxLayout()
         self.status_label = QLabel("Index: not loaded")
@@ -240,6 +247,15 @@ class LibraryPanel(QWidget):
         if self.library is None:
             self.count_label.setText("")
             return
+        self.set_summary(self.last_summary)
+        if self.details.has_changes():  # the edited paper left the view: save, never drop edits
+            self.details.save()  # an invalid edit stays in the pane with its error
+        else:
+            self.details.load(None, None)
+
+    def _count_note(self) -> str:
+        if self.library is None:
+            return ""
         if self._total is None:
             self._total = self.library.count()
         total = self._total
@@ -253,11 +269,7 @@ class LibraryPanel(QWidget):
         )
         if view.search:
             note += f" match “{view.search}”"
-        self.count_label.setText(note)
-        if self.details.has_changes():  # the edited paper left the view: save, never drop edits
-            self.details.save()  # an invalid edit stays in the pane with its error
-        else:
-            self.details.load(None, None)
+        return note
 
     def _size_columns(self) -> None:
         """Default widths; a wider table gives the spare room to title, authors and venue (until
@@ -427,6 +439,7 @@ class LibraryPanel(QWidget):
             return None
 
     def _after_change(self, keep_order: bool = False) -> None:
+        self.last_summary = ""
         if keep_order:
             self.model.invalidate_rows()
         else:
@@ -666,6 +679,7 @@ class LibraryPanel(QWidget):
 
     # --- progress/status ----------------------------------------------------------------------
     def show_progress(self, done, total, message: str) -> None:
+        """The job's message wraps above the bar (full text also in the tooltips)."""
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
         if total and int(total) > 0:
@@ -673,19 +687,30 @@ class LibraryPanel(QWidget):
             self.progress.setValue(int(1000 * min(1.0, float(done) / float(total))))
         else:
             self.progress.setRange(0, 0)  # busy indicator
-        self.progress.setFormat(message[:80] or "%p%")
-        self.progress.setToolTip(message)
+        if message:
+            self.progress_label.setText(message)
+            self.progress_label.setToolTip(message)
+            self.progress.setToolTip(message)
+        self.progress_label.setVisible(bool(self.progress_label.text()))
 
     def hide_progress(self) -> None:
         self.progress.setVisible(False)
+        self.progress_label.setVisible(False)
+        self.progress_label.setText("")
         self.cancel_button.setVisible(False)
 
     def set_status(self, status) -> None:
         self.status_label.setText(f"Index: {status.describe()}")
 
-    def set_stale(self, stale: bool, detail: str = "") -> None:
-        """Announce an index that lags the library, with a one-click "Index now"."""
-        self.stale_label.setText(f"⚠ The index is out of date: {detail}" if stale else "")
+    def set_summary(self, text: str) -> None:
+        """The last import's summary beside the count (stays until the user changes the library)."""
+        self.last_summary = text
+        self.count_label.setText(f"{self._count_note()} · {text}" if text else self._count_note())
+        self.count_label.setToolTip(text)
+
+    def set_stale(self, stale: bool, text: str = "") -> None:
+        """Announce a missing or lagging index, with a one-click "Index now"."""
+        self.stale_label.setText(f"⚠ {text}" if stale else "")
         self.stale_bar.setVisible(stale)
 
 

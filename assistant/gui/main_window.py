@@ -40,10 +40,12 @@ from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
 from assistant.service import (
+    IMPORTED_STAGE,
     MODES,
     LibraryOpenError,
     Service,
     ServiceSettings,
+    import_summary,
     query_for_selection,
     textops,
 )
@@ -119,6 +121,7 @@ class MainWindow(QMainWindow, DocumentOps):
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.status_progress)
         self.runner.busy_changed.connect(self._busy_changed)
+        self.runner.stage_reached.connect(self._stage_reached)
         self.rec_runner.busy_changed.connect(self._busy_changed)
         self._restore_filters()
         self.new_document()
@@ -314,12 +317,20 @@ class MainWindow(QMainWindow, DocumentOps):
         self.library_panel.show_progress(done, total, message)
         self.set_status(message)
 
+    def _stage_reached(self, channel: str, stage: str, message: str) -> None:
+        """An import committed inside a longer job: show the papers and the summary now."""
+        if channel == "engine" and stage == IMPORTED_STAGE:
+            self.library_panel.refresh()
+            self._show_index_state()
+            self.library_panel.set_summary(message)
+            self.set_status(message)
+
     def _engine_prepared(self, status) -> None:
         self.library_panel.hide_progress()
+        self.library_panel.refresh()
         if status is not None:
             self.library_panel.set_status(status)
-            self.library_panel.set_stale(False)
-        self.library_panel.refresh()
+        self._show_index_state()
         self.set_status(
             "Ready" if status and status.papers else "The library is empty: import papers first"
         )
@@ -330,12 +341,12 @@ class MainWindow(QMainWindow, DocumentOps):
         self.set_status("Cancelled; the current index and model stay in use")
         self._show_index_state()
 
-    def rebuild_index(self) -> None:
+    def rebuild_index(self, message: str = "Rebuilding the index…") -> None:
         def job(progress, cancelled):
             self.engine.build_index(progress, cancelled)
             return self.engine.status()
 
-        self.run_engine_job(job, "Rebuilding the index…", on_done=self._engine_prepared)
+        self.run_engine_job(job, message, on_done=self._engine_prepared)
 
     def adapt_to_library(self, options=None, confirm: bool = True) -> int | None:
         """Fine-tune the encoder on the library in the background (cancellable), then switch to it."""
@@ -403,11 +414,12 @@ class MainWindow(QMainWindow, DocumentOps):
             self.import_library([Path(p) for p in paths])
 
     def import_library(self, paths: list[Path]) -> int:
-        """Import files/folders in the background, then update the index."""
+        """Import files/folders in the background; the papers show as soon as the import has
+        committed, then indexing runs as a job of its own (its own progress and Cancel)."""
         before = self.engine.library.count()
 
         def job(progress, cancelled):
-            report = self.engine.import_files(paths, progress, cancelled)
+            report = self.engine.import_files(paths, progress, cancelled, index=False)
             return report, self.engine.status()
 
         generation = self.run_engine_job(
@@ -425,29 +437,31 @@ class MainWindow(QMainWindow, DocumentOps):
         self.set_status(message)
 
     def _show_index_state(self) -> None:
-        """Counts in the library panel and, when papers are not indexed yet, an Index-now bar."""
+        """Counts in the library panel and, when papers are not indexed, an Index-now bar."""
         try:
             status = self.engine.status()
             stale = self.engine.index_stale()
+            has_index = self.engine.ready or self.engine.has_index()
         except Exception as exc:  # a closed/broken library: the panel says so elsewhere
             log.warning("index state unavailable: %s", exc)
             return
         self.library_panel.set_status(status)
         self.library_panel.set_stale(
-            stale,
-            f"{status.papers - status.embedded:+d} papers since the index was built; "
-            "recommendations use the last index.",
+            *index_notice(status.papers, status.embedded, has_index, stale)
         )
 
     def _imported(self, payload) -> None:
         report, status = payload
-        self._engine_prepared(status)
+        self.library_panel.hide_progress()
+        self.library_panel.refresh()
+        self.library_panel.set_status(status)
+        self._show_index_state()
         issues = getattr(report, "issues", []) or []
-        summary = (
-            f"Imported: {getattr(report, 'added', 0)} added, {getattr(report, 'merged', 0)} merged, "
-            f"{getattr(report, 'unchanged', 0)} unchanged, {getattr(report, 'skipped', 0)} skipped."
-        )
+        summary = import_summary(report)
+        self.library_panel.set_summary(summary)
         self.set_status(summary)
+        if self.library_panel.library is not None and self.library_panel.library.count():
+            self.rebuild_index(f"{summary} Indexing the new papers…")
         if issues:
             details = "\n".join(str(i) for i in issues[:200])
             self.show_error(
@@ -539,7 +553,7 @@ class MainWindow(QMainWindow, DocumentOps):
                 config.intent_preference = intent
             if only_collection is not None:
                 config.collection_ids = (only_collection,)
-            return self.engine.recommend(query, config=config, cancelled=cancelled)
+            return self.engine.recommend(query, config=config, cancelled=cancelled, fallback=True)
 
         return self.rec_runner.submit(
             "recommend",
@@ -746,3 +760,22 @@ class MainWindow(QMainWindow, DocumentOps):
 
     def delayed(self, msecs: int, fn) -> None:
         QTimer.singleShot(msecs, fn)
+
+
+def index_notice(papers: int, embedded: int, has_index: bool, stale: bool) -> tuple[bool, str]:
+    """``(show, text)`` of the Index-now bar: no index yet, or papers added/removed since."""
+    if papers and not has_index:
+        return True, (
+            f"No search index yet: {papers} papers are not indexed. Until then Recommend uses "
+            "keyword (BM25) search only."
+        )
+    if not stale:
+        return False, ""
+    diff = papers - embedded
+    if diff > 0:
+        what = f"{diff} new paper{'s' if diff != 1 else ''} not indexed yet"
+    elif diff < 0:
+        what = f"{-diff} paper{'s' if diff != -1 else ''} removed or merged since the last index"
+    else:
+        what = "papers changed since the last index"
+    return True, f"The index is out of date: {what}; recommendations use the last index."

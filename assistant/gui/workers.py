@@ -46,7 +46,7 @@ class CancelToken:
 class JobSignals(QObject):
     """Carrier of a job's signals (lives in the UI thread; emitted from the pool thread)."""
 
-    progress = Signal(str, int, object, object, str)  # channel, generation, done, total, message
+    progress = Signal(str, int, object, object, str, str)  # channel, gen, done, total, msg, stage
     finished = Signal(str, int, object)  # channel, generation, result
     failed = Signal(str, int, str, str)  # channel, generation, message, traceback
     cancelled = Signal(str, int)
@@ -70,7 +70,7 @@ class _Job(QRunnable):
         if self.token():
             raise Cancelled()
         self.signals.progress.emit(
-            self.channel, self.generation, event.done, event.total or 0, event.message
+            self.channel, self.generation, event.done, event.total or 0, event.message, event.stage
         )
 
     def run(self) -> None:  # pool thread
@@ -109,6 +109,7 @@ class JobRunner(QObject):
     """Submits jobs to the engine thread and routes their signals to callbacks (UI thread)."""
 
     busy_changed = Signal(str, bool)  # channel, running
+    stage_reached = Signal(str, str, str)  # channel, stage, message (current jobs only)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -178,10 +179,14 @@ class JobRunner(QObject):
         if not self.is_busy(channel):
             self.busy_changed.emit(channel, False)
 
-    @Slot(str, int, object, object, str)
-    def _on_progress(self, channel, generation, done, total, message) -> None:
+    @Slot(str, int, object, object, str, str)
+    def _on_progress(self, channel, generation, done, total, message, stage="") -> None:
         callbacks = self._current(channel, generation)
-        if callbacks and callbacks.on_progress and not callbacks.token():
+        if callbacks is None or callbacks.token():
+            return
+        if stage:
+            self.stage_reached.emit(channel, stage, message)
+        if callbacks.on_progress:
             callbacks.on_progress(done, total, message)
 
     @Slot(str, int, object)

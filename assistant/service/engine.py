@@ -43,14 +43,26 @@ from assistant.library.importers import import_paths
 from assistant.library.models import ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
-from assistant.retrieval.index import IndexReport, build_index, load_index_encoder
+from assistant.retrieval.index import IndexPaths, IndexReport, build_index, load_index_encoder
 from assistant.retrieval.pipeline import PipelineConfig, RecommendationResult, Recommender
 from assistant.retrieval.query import Query, as_query
 from assistant.retrieval.ranker import resolve_ranker
 from assistant.retrieval.reranker_setting import resolve_reranker
 from assistant.retrieval.searcher import EmptyLibraryError
+from assistant.service.fallback import keyword_fallback
 
 log = logging.getLogger(__name__)
+
+#: The progress stage reported once an import has committed (the papers are readable now).
+IMPORTED_STAGE = "imported"
+
+
+def import_summary(report: ImportReport) -> str:
+    """One line: what an import did."""
+    return (
+        f"Imported: {report.added} added, {report.merged} merged, "
+        f"{report.unchanged} unchanged, {report.skipped} skipped."
+    )
 
 
 @dataclass
@@ -186,13 +198,24 @@ class Service:
         query: Query | str,
         config: PipelineConfig | None = None,
         cancelled: CancelCheck | None = None,
+        *,
+        fallback: bool = False,
     ) -> RecommendationResult:
         """Run the pipeline on the last committed index (never builds one, never waits for a job).
-        A query naming no authors gets the user's own names from the settings."""
+        A query naming no authors gets the user's own names from the settings. With ``fallback``,
+        a library without any index yet gets keyword (BM25) matches with a notice instead of
+        ``IndexMissingError``."""
         query = as_query(query)
         if not query.authors and self.settings.authors:
             query = replace(query, authors=tuple(self.settings.authors))
+        if fallback and self._snapshot is None and not self.has_index():
+            return keyword_fallback(self.db_path, query, config or self.default_config())
         return self._current().recommender.recommend(query, config=config, cancelled=cancelled)
+
+    def has_index(self) -> bool:
+        """Whether an index has been committed next to the library (it may lag the library)."""
+        paths = IndexPaths(index_dir_for(self.db_path))
+        return bool(paths.read_meta()) and (paths.bm25 / "bm25.json").exists()
 
     @property
     def ready(self) -> bool:
@@ -323,6 +346,9 @@ class Service:
             )
             if report.cancelled:
                 raise Cancelled("import cancelled: nothing was imported")
+            progress(
+                ProgressEvent(self.library.count(), None, IMPORTED_STAGE, import_summary(report))
+            )
             if index and self.library.count():
                 try:
                     self.build_index(progress, cancelled)

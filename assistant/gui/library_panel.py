@@ -566,6 +566,17 @@ class LibraryPanel(QWidget):
                 f"Recommending only from “{name.path if name else collection_id}”"
             )
 
+    def recommend_scope_note(self) -> str:
+        """What the results header says when recommendations come from one collection only."""
+        if self.recommend_collection is None or self.manager is None:
+            return ""
+        try:
+            col = self.manager.collection(self.recommend_collection)
+        except AssistantError:
+            col = None
+        name = col.path if col is not None else str(self.recommend_collection)
+        return f"only from the collection “{name}” (library panel: right-click it to change)"
+
     def auto_export(self, collection_id: int | None = None) -> str | None:
         """Keep a .bib/.ris/.json file in sync with the library or a collection."""
         path = self.ask_save_path()

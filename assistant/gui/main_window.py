@@ -99,6 +99,7 @@ class MainWindow(QMainWindow, DocumentOps):
         self.results_panel = ResultsPanel()
         self.results_panel.insert_requested.connect(self.insert_recommendation)
         self.results_panel.copy_requested.connect(self.copy_bibtex)
+        self.results_panel.need_changed.connect(self._need_changed)
         self._dock(self.results_panel, "Recommendations", Qt.DockWidgetArea.RightDockWidgetArea)
         self.results_panel.leave_requested.connect(lambda: self.current_editor().setFocus())
         self.flagged_list = FlaggedList()
@@ -585,18 +586,23 @@ class MainWindow(QMainWindow, DocumentOps):
         shown = min(len(result.items), self.settings.k)
         header = (
             f"{shown} recommendations · mode {result.mode} · {total_ms:.0f} ms"
-            + (" · papers already cited are hidden" if cited else "")
             + f"<br><span style='color:#666'>“{_esc(result.query.display_text()[:160])}”</span>"
         )
         for warning in getattr(result, "warnings", None) or []:
             header += f"<br><span style='color:#b26a00'>⚠ {_esc(warning)}</span>"
         self.results_panel.limit = self.settings.k
+        self.results_panel.scope_note = self.library_panel.recommend_scope_note()
         self.results_panel.set_results(
             result.items, header, cited, query_text=result.query.display_text()
         )
         self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
         self.library_panel.set_status(self.engine.status())
         self.recommendations_ready.emit(result)
+
+    def _need_changed(self, _need: str) -> None:
+        """The "Need" box re-ranks: recommend again for the same text when a list is shown."""
+        if self.last_result is not None and self.results_panel.items:
+            self.recommend()
 
     # --- keyboard: results and flagged sentences -------------------------------------------------
     def focus_results(self) -> bool:

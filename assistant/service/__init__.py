@@ -32,7 +32,7 @@ from assistant.retrieval.query import (
     strip_citation_markers,
 )
 from assistant.retrieval.reranker_setting import RerankerSetting, resolve_reranker
-from assistant.service.chips import IntentChip, intent_chip, intent_chips
+from assistant.service.chips import IntentChip, intent_chip, intent_chips, sentence_label
 from assistant.service.engine import (
     IMPORTED_STAGE,
     IndexStatus,
@@ -105,6 +105,7 @@ __all__ = [
     "read_manuscript",
     "require_library",
     "resolve_reranker",
+    "sentence_label",
     "strip_citation_markers",
     "textops",
     "write_pending_entries",

@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("pytestqt")
 pytest.importorskip("PySide6")
 
+from PySide6.QtCore import Qt
 
 from assistant.gui.settings import AppSettings
 
@@ -111,3 +112,185 @@ def test_index_notice_never_counts_negative_papers():
         "(BM25) search only.",
     )
     assert index_notice(3, 3, True, False) == (False, "")
+
+
+# --- layout, header, keyboard, help (issue 34 items 4, 5, 8) ---------------------------------
+
+
+def _rec(n: int, intent="method", conf=0.9, title=None):
+    from assistant.library.models import Paper
+    from assistant.retrieval.pipeline import Recommendation
+
+    paper = Paper(
+        title=title or f"Dense passage retrieval for open-domain question answering part {n}",
+        id=n,
+        citekey=f"karpukhin2020dense{n}",
+        authors=["Karpukhin, Vladimir"],
+        year=2020,
+        abstract="We show that retrieval can be practically implemented using dense vectors.",
+    )
+    probs = {intent: conf, "background": round(1 - conf, 3)}
+    return Recommendation(paper, 1.0 - n / 100, {"bm25": 1.0}, {}, intent, conf, probs)
+
+
+def _open(win, tmp_path: Path, text: str):
+    path = tmp_path / "draft.tex"
+    path.write_text(text, encoding="utf-8")
+    editor = win.open_file(path)
+    win.set_bib_path(editor.state, tmp_path / "refs.bib")
+    return editor
+
+
+def _clipped(root) -> list:
+    """Buttons narrower than their text, tab texts elided, sidebar rows cut at the right."""
+    from PySide6.QtWidgets import QAbstractButton, QTabBar, QTreeWidget
+
+    out = []
+    for w in root.findChildren(QAbstractButton):
+        if w.isVisible() and w.text() and w.width() < w.sizeHint().width() - 1:
+            out.append((w.text(), w.width(), w.sizeHint().width()))
+    for bar in root.findChildren(QTabBar):
+        for i in range(bar.count()):
+            need = bar.fontMetrics().horizontalAdvance(bar.tabText(i))
+            if bar.isVisible() and bar.tabRect(i).width() < need:
+                out.append((bar.tabText(i), bar.tabRect(i).width(), need))
+    for tree in root.findChildren(QTreeWidget):
+        stack = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())]
+        while stack:
+            item = stack.pop()
+            stack += [item.child(i) for i in range(item.childCount())]
+            rect = tree.visualItemRect(item)
+            need = rect.x() + tree.fontMetrics().horizontalAdvance(item.text(0)) + 8
+            if tree.isVisible() and need > tree.viewport().width():
+                out.append((item.text(0), tree.viewport().width(), need))
+    return out
+
+
+@pytest.mark.parametrize("width", [150, 225, 300])
+def test_library_side_panel_lays_out_without_clipped_labels(qtbot, tmp_path, width):
+    """1024x700 gives the side panel ~225 px, the minimum is 150: "All pape", "card chang"."""
+    from assistant.gui.library_panel import LibraryPanel
+    from assistant.library.importers import import_paths
+    from assistant.library.store import Library
+
+    db = tmp_path / "lib.sqlite"
+    with Library(db) as lib:
+        import_paths(lib, [FIX / "good.bib"])
+    panel = LibraryPanel()
+    qtbot.addWidget(panel)
+    panel.resize(width, 640)
+    panel.show()
+    panel.set_library_path(db)
+    panel.manager.create_collection("Thesis")
+    panel.refresh()
+    panel.select_paper(panel.model.paper_id(0))
+    qtbot.wait(50)
+    assert _clipped(panel) == []
+    panel.close_library()
+
+
+def test_results_header_follows_the_filters(qtbot, tmp_path):
+    from assistant.gui.results_panel import ResultsPanel
+
+    panel = ResultsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    recs = [_rec(1), _rec(2, "result", 0.8)]
+    panel.set_results(recs, "2 recommendations", {"karpukhin2020dense1"})
+    qtbot.waitUntil(panel.is_complete)
+    assert "1 already cited hidden" in panel.header.text()
+    panel.exclude_cited.setChecked(False)
+    qtbot.waitUntil(panel.is_complete)
+    assert "hidden" not in panel.header.text() and len(panel.cards) == 2
+    panel.scope_note = "only from the collection “Thesis”"
+    panel.set_results(recs, "2 recommendations")
+    assert "only from the collection “Thesis”" in panel.header.text()
+
+
+def test_cited_status_goes_away_when_the_insert_is_undone(empty_window, qtbot, tmp_path):
+    win = empty_window
+    text = "\\begin{document}\nDense retrieval works well. Next.\n\\end{document}\n"
+    editor = _open(win, tmp_path, text)
+    editor.select_range(text.index("works"), text.index("works"))
+    win.results_panel.set_results([_rec(1)], "results")
+    qtbot.waitUntil(win.results_panel.is_complete)
+    assert win.insert_result(1)
+    assert win.status_label.text().startswith("Cited karpukhin2020dense1")
+    editor.undo()
+    assert "\\cite{" not in editor.toPlainText()
+    assert not win.status_label.text().startswith("Cited")
+
+
+def test_esc_from_a_result_card_returns_to_the_text(empty_window, qtbot, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    win = empty_window
+    editor = _open(win, tmp_path, "\\begin{document}\nDense retrieval works.\n\\end{document}\n")
+    win.results_panel.set_results([_rec(1), _rec(2)], "results")
+    qtbot.waitUntil(win.results_panel.is_complete)
+    win.activateWindow()
+    assert win.focus_results()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is win.results_panel.cards[0])
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
+    assert QApplication.focusWidget() is editor
+    qtbot.keyClicks(QApplication.focusWidget(), "x")
+    assert "x" in editor.toPlainText()
+
+
+def test_one_click_in_the_flagged_list_navigates(empty_window, qtbot, tmp_path):
+    from assistant.gui.editor import MarginMark
+
+    win = empty_window
+    text = "\\begin{document}\nFirst claim here. Second claim there.\n\\end{document}\n"
+    editor = _open(win, tmp_path, text)
+    start = text.index("Second")
+    editor.set_marks([MarginMark(start, text.index("there.") + 6, "Missing citation?")])
+    win.show_flagged(editor)
+    went = []
+    win.flagged_list.activated.connect(went.append)
+    item = win.flagged_list.list.item(0)
+    rect = win.flagged_list.list.visualItemRect(item)
+    qtbot.mouseClick(win.flagged_list.list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert went and editor.selection_range()[0] == start
+
+
+def test_results_are_not_silently_inserted_into_another_sentence(empty_window, qtbot, tmp_path):
+    win = empty_window
+    text = (
+        "\\begin{document}\nDense retrieval works well. Click models need logs.\n\\end{document}\n"
+    )
+    editor = _open(win, tmp_path, text)
+    from assistant.gui.main_window import Anchor
+
+    first = text.index("Dense")
+    end = text.index("well.") + 5
+    win.anchor = Anchor(editor, first, end, text[first:end])  # results computed for sentence 1
+    win.results_panel.set_results([_rec(1), _rec(2)], "results")
+    qtbot.waitUntil(win.results_panel.is_complete)
+    editor.select_range(text.index("logs"), text.index("logs"))  # the caret moved on
+    assert win.insert_result(1)
+    out = editor.toPlainText()
+    assert out.index("\\cite{karpukhin2020dense1}") < out.index("Click")  # in sentence 1
+    assert win.insert_result(2)  # the list's next result goes to the same sentence
+    out = editor.toPlainText()
+    assert out.index("karpukhin2020dense2") < out.index("Click")
+    editor.select_range(out.index("Dense"), out.index("Dense") + 5)
+    editor.insertPlainText("Sparse")  # the sentence itself was edited: refuse, say so
+    before = editor.toPlainText()
+    assert not win.insert_result(1)
+    assert editor.toPlainText() == before
+    assert "was edited" in win.results_panel.header.text()
+
+
+def test_help_is_a_real_page_and_global_shows_title_and_abstract(empty_window):
+    from assistant.gui.main_window import shown_query
+    from assistant.gui.menus import show_shortcuts
+    from assistant.service import Query
+
+    box = show_shortcuts(empty_window)
+    text = box.text()
+    assert "Ctrl+Shift+C" in text and "Workflows" in text and "What the labels mean" in text
+    assert "Need: method" in text and "Index now" in text
+    box.close()
+    query = Query(text="", mode="global", title="Neural ranking", abstract="We rank papers.")
+    assert shown_query(query) == "Neural ranking — We rank papers."

@@ -41,6 +41,7 @@ from assistant.service.library import COLUMNS, parse_search
 
 __all__ = ["PAPER_ID_ROLE", "LibraryPanel", "paper_html"]
 _NODE = Qt.ItemDataRole.UserRole
+NARROW_BELOW = 520  # px: below this the sidebar sits above the table
 _EXPORT_FORMATS = {".bib": "bibtex", ".ris": "ris", ".json": "csl-json"}
 
 
@@ -161,6 +162,10 @@ class LibraryPanel(QWidget):
         splitter.addWidget(self.sidebar)
         splitter.addWidget(right)
         splitter.setSizes([130, 420])
+        splitter.setChildrenCollapsible(False)
+        right.setChildrenCollapsible(False)
+        self.splitter, self.right_splitter = splitter, right
+        self._narrow: bool | None = None
         layout.addWidget(splitter, 1)
 
         undo_row = QHBoxLayout()
@@ -253,6 +258,31 @@ class LibraryPanel(QWidget):
         else:
             self.details.load(None, None)
 
+    def resizeEvent(self, event) -> None:
+        """A narrow side panel stacks sidebar, table and details (full width each, nothing
+        clipped); a wide one (large window, Ctrl+Shift+L) puts the sidebar beside the table."""
+        super().resizeEvent(event)
+        self.lay_out(event.size().width())
+
+    def lay_out(self, width: int) -> None:
+        narrow = width < NARROW_BELOW
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        if narrow:
+            self.splitter.setOrientation(Qt.Orientation.Vertical)
+            self.splitter.setSizes([self._sidebar_height(), 600])
+        else:
+            self.splitter.setOrientation(Qt.Orientation.Horizontal)
+            hint = self.sidebar.sizeHintForColumn(0) + 2 * self.sidebar.frameWidth() + 8
+            self.splitter.setSizes([max(130, hint), max(300, width - hint)])
+        self._size_columns()
+
+    def _sidebar_height(self) -> int:
+        rows = sum(1 for _ in self._all_sidebar_items()) or 4
+        row = self.sidebar.sizeHintForRow(0) if self.sidebar.topLevelItemCount() else 20
+        return min(160, max(60, rows * max(row, 16) + 8))
+
     def _count_note(self) -> str:
         if self.library is None:
             return ""
@@ -277,6 +307,10 @@ class LibraryPanel(QWidget):
         widths = {"citekey": 120, "title": 320, "authors": 130, "year": 48, "venue": 160}
         share = {"title": 0.6, "authors": 0.2, "venue": 0.2}
         keys = self.model.columns
+        view_w = self.table.viewport().width()
+        if view_w < 400 and "title" in keys:  # a narrow panel: a short key, then the title
+            widths["citekey"] = max(70, view_w // 3)
+            widths["title"] = max(120, view_w - widths["citekey"] - 2)
         base = [widths.get(key, 110) for key in keys]
         spare = max(0, self.table.viewport().width() - sum(base) - 2)
         header = self.table.horizontalHeader()
@@ -310,6 +344,7 @@ class LibraryPanel(QWidget):
 
         def add(parent, text, node):
             item = QTreeWidgetItem([text])
+            item.setToolTip(0, text)
             item.setData(0, _NODE, node)
             (parent.addChild(item) if parent is not None else self.sidebar.addTopLevelItem(item))
             items[node] = item

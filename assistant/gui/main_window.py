@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QTabBar,
     QTabWidget,
     QToolBar,
     QWidget,
@@ -53,6 +54,32 @@ from assistant.service import (
 log = logging.getLogger(__name__)
 
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
+
+
+@dataclass
+class Anchor:
+    """The text a result list was computed for: Insert goes there, not to where the caret is now."""
+
+    editor: object
+    start: int
+    end: int
+    text: str
+
+    def locate(self, document: str) -> tuple[int, int] | None:
+        """Where the anchored text is now (same place, or moved by edits elsewhere); None: gone."""
+        if document[self.start : self.end] == self.text:
+            return self.start, self.end
+        found = [i for i in _find_all(document, self.text)] if self.text.strip() else []
+        if len(found) == 1:
+            return found[0], found[0] + len(self.text)
+        return None
+
+
+def _find_all(text: str, part: str):
+    i = text.find(part)
+    while i >= 0:
+        yield i
+        i = text.find(part, i + 1)
 
 
 @dataclass
@@ -101,7 +128,7 @@ class MainWindow(QMainWindow, DocumentOps):
         self.results_panel.copy_requested.connect(self.copy_bibtex)
         self.results_panel.need_changed.connect(self._need_changed)
         self._dock(self.results_panel, "Recommendations", Qt.DockWidgetArea.RightDockWidgetArea)
-        self.results_panel.leave_requested.connect(lambda: self.current_editor().setFocus())
+        self.results_panel.leave_requested.connect(self.back_to_text)
         self.flagged_list = FlaggedList()
         self.flagged_list.activated.connect(self.go_to_mark)
         self._dock(self.flagged_list, "Flagged sentences", Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -214,7 +241,7 @@ class MainWindow(QMainWindow, DocumentOps):
             "Ctrl+Shift+C",
             "Find a paper of the library by title, author, key or DOI and cite it at the cursor",
         )
-        self._action(rec_menu, "&Cancel", lambda: self.rec_runner.cancel("recommend"), "Esc")
+        self._action(rec_menu, "&Cancel", self.escape, "Esc")
         rec_menu.addSeparator()
         for n in range(1, 10):
             action = self._action(
@@ -517,6 +544,9 @@ class MainWindow(QMainWindow, DocumentOps):
             self.show_error("Cannot recommend", str(exc))
             return None
         self.results_panel.clear_results()  # old cards never stay under a new query
+        editor = self.current_editor()
+        text = editor.toPlainText()
+        self.anchor = Anchor(editor, spec.start, spec.end, text[spec.start : spec.end])
         if not (query.text or query.title or query.abstract):
             self.results_panel.set_message(
                 "Nothing to recommend for: place the cursor in a sentence."
@@ -586,7 +616,7 @@ class MainWindow(QMainWindow, DocumentOps):
         shown = min(len(result.items), self.settings.k)
         header = (
             f"{shown} recommendations · mode {result.mode} · {total_ms:.0f} ms"
-            + f"<br><span style='color:#666'>“{_esc(result.query.display_text()[:160])}”</span>"
+            + f"<br><span style='color:#666'>“{_esc(shown_query(result.query))}”</span>"
         )
         for warning in getattr(result, "warnings", None) or []:
             header += f"<br><span style='color:#b26a00'>⚠ {_esc(warning)}</span>"
@@ -598,6 +628,71 @@ class MainWindow(QMainWindow, DocumentOps):
         self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
         self.library_panel.set_status(self.engine.status())
         self.recommendations_ready.emit(result)
+
+    def back_to_text(self) -> None:
+        """Esc from the results or the flagged list: the keyboard goes back to the manuscript."""
+        editor = self.current_editor()
+        if editor is not None:
+            editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def escape(self) -> None:
+        """Esc: cancel a running recommendation; from the side panels, back to the text."""
+        self.rec_runner.cancel("recommend")
+        focus = self.focusWidget()
+        for panel in (self.results_panel, self.flagged_list):
+            if focus is not None and (focus is panel or panel.isAncestorOf(focus)):
+                self.back_to_text()
+
+    def anchored_range(self, editor, rec) -> tuple[int, int] | None:
+        """Where ``rec`` is cited: the caret/selection for a paper picked by hand; for a result,
+        the sentence its list was computed for, wherever the caret is now. None (with a notice)
+        when that sentence was edited or is in another tab."""
+        current = editor.selection_range()
+        anchor = getattr(self, "anchor", None)
+        if isinstance(rec, PickedPaper) or anchor is None:
+            return current
+        where = anchor.locate(editor.toPlainText()) if anchor.editor is editor else None
+        if where is None:
+            self.results_panel.set_message(
+                "⚠ The sentence these results were computed for was edited or is in another tab: "
+                "nothing was inserted. Place the cursor and press Recommend (Ctrl+R) again."
+            )
+            self.set_status("Not inserted: the results are for a sentence that changed")
+            return None
+        start, end = where
+        if start <= current[0] <= end and start <= current[1] <= end:
+            return current  # the caret is still in that sentence
+        return where
+
+    def follow_anchor(self, editor, before: str, edit) -> None:
+        """After an Insert into the anchored sentence (``before``: the text before it), the anchor
+        covers the sentence with its new citation: the list's next result goes there too."""
+        anchor = getattr(self, "anchor", None)
+        where = anchor.locate(before) if anchor is not None and anchor.editor is editor else None
+        if where is None or not (where[0] <= edit.start <= where[1] + 1):
+            return
+        delta = len(edit.replacement) - (edit.end - edit.start)
+        anchor.start, anchor.end = where[0], max(where[1] + delta, where[0])
+        anchor.text = editor.toPlainText()[anchor.start : anchor.end]
+
+    def watch_citation(self, editor, key: str) -> None:
+        """Keep "Cited KEY" in the status line only while the citation is in the text."""
+        self._cited_watch = (editor, key)
+        if not getattr(editor, "_cited_watch_on", False):
+            editor.textChanged.connect(lambda e=editor: self._check_citation(e))
+            editor._cited_watch_on = True
+
+    def _check_citation(self, editor) -> None:
+        watch = getattr(self, "_cited_watch", None)
+        if not watch or watch[0] is not editor:
+            return
+        key = watch[1]
+        if not self.status_label.text().startswith(f"Cited {key}"):
+            self._cited_watch = None  # the status moved on: stop watching
+            return
+        if key not in textops.cited_keys(editor.toPlainText(), editor.state.style):
+            self._cited_watch = None
+            self.set_status(f"Citation of {key} undone (its .bib entry is not written)")
 
     def _need_changed(self, _need: str) -> None:
         """The "Need" box re-ranks: recommend again for the same text when a list is shown."""
@@ -723,6 +818,10 @@ class MainWindow(QMainWindow, DocumentOps):
             self._docks_sized = True
             fit_to_screen(self)
             self.size_docks()
+        for bar in self.findChildren(QTabBar):  # the docks' tabs: full names, never "L..."
+            if bar.parent() is self:
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -766,6 +865,14 @@ class MainWindow(QMainWindow, DocumentOps):
 
     def delayed(self, msecs: int, fn) -> None:
         QTimer.singleShot(msecs, fn)
+
+
+def shown_query(query) -> str:
+    """The query as the header shows it: the text, or for Global the title + abstract it uses."""
+    text = query.display_text() if query.text else ""
+    if not text:
+        text = " — ".join(p for p in (query.title, query.abstract) if p)
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def index_notice(papers: int, embedded: int, has_index: bool, stale: bool) -> tuple[bool, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -247,6 +247,13 @@ class ResultCard(QFrame):
 
     def set_expanded(self, expanded: bool) -> None:
         self.details.setVisible(expanded)
+
+    def event(self, event) -> bool:
+        """Esc belongs to the focused card (back to the text), not to the window's Cancel."""
+        if event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_Escape:
+            event.accept()
+            return True
+        return super().event(event)
 
     def keyPressEvent(self, event) -> None:
         key = event.key()

@@ -294,3 +294,96 @@ def test_help_is_a_real_page_and_global_shows_title_and_abstract(empty_window):
     box.close()
     query = Query(text="", mode="global", title="Neural ranking", abstract="We rank papers.")
     assert shown_query(query) == "Neural ranking — We rank papers."
+
+
+# --- curation in the window (issue 34 item 6) ------------------------------------------------
+
+
+@pytest.fixture
+def dup_panel(qtbot, tmp_path):
+    from assistant.gui.library_panel import LibraryPanel
+    from assistant.library.importers import import_paths
+    from assistant.library.store import Library
+
+    db = tmp_path / "lib.sqlite"
+    with Library(db) as lib:
+        import_paths(lib, [FIX / "good.bib", FIX / "acm_duplicates.bib"])
+    panel = LibraryPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 700)
+    panel.show()
+    panel.set_library_path(db)
+    panel.confirm = lambda title, text: True
+    yield panel
+    panel.close_library()
+
+
+def test_merge_asks_with_a_field_by_field_choice_and_old_keys_find_the_record(dup_panel, qtbot):
+    from assistant.gui.curation import MergeDialog
+    from assistant.gui.library_dialogs import CitePicker
+
+    panel = dup_panel
+    dialog = panel.duplicates_dialog()
+    top = dialog.tree.topLevelItem(0)
+    ids = [int(top.child(i).data(0, Qt.ItemDataRole.UserRole)) for i in range(top.childCount())]
+    keys = [top.child(i).text(1) for i in range(top.childCount())]
+    header = dialog.tree.header()  # keys and titles are never cut
+    assert header.sectionSize(1) >= dialog.tree.fontMetrics().horizontalAdvance(max(keys, key=len))
+    assert top.child(0).toolTip(3) == top.child(0).text(3)
+    dialog.confirm_merge = lambda keep, group: False  # the user says No: nothing merged
+    dialog.tree.setCurrentItem(top)
+    dialog.merge_selected()
+    assert panel.library.get_by_citekey(keys[1]).id == ids[1]
+    merge = MergeDialog(panel.manager, ids[0], ids)
+    assert "venue" in merge.choices  # the records differ in their venue
+    box = merge.choices["venue"]
+    other_venue = box.itemData(1)
+    box.setCurrentIndex(1)
+    assert merge.merge()
+    kept = panel.library.get(ids[0])
+    assert kept.venue == other_venue
+    picker = CitePicker(panel.library)
+    qtbot.addWidget(picker)
+    picker.search_edit.setText(keys[1])  # the merged-away key
+    picker.update_results()
+    assert (
+        picker.results.count()
+        and int(picker.results.item(0).data(Qt.ItemDataRole.UserRole)) == (ids[0])
+    )
+    dialog.close()
+
+
+def test_citekey_pattern_pin_regenerate_and_tags_in_the_window(dup_panel):
+    from assistant.gui.curation import CitekeyDialog
+
+    panel = dup_panel
+    first = panel.model.paper_id(0)
+    panel.select_paper(first)
+    old_key = panel.library.get(first).citekey
+    assert panel.set_pinned_selected(True) == 1 and panel.library.get(first).pinned
+    dialog = CitekeyDialog(panel.manager, [first])
+    dialog.pattern_edit.setText("[auth]_[year]")
+    renamed = dialog.regenerate(None)
+    assert renamed and panel.manager.citekey_pattern() == "[auth]_[year]"
+    assert panel.library.get(first).citekey == old_key  # pinned: unchanged
+    assert all("_" in new for _old, new in renamed)
+    panel.set_pinned_selected(False)
+    assert panel.regenerate_keys([first]) and "_" in panel.library.get(first).citekey
+    assert panel.add_tag_to_selected("to-read") == 1
+    assert "to-read" in panel.manager.details(first).tags
+    assert panel.select_node("tag", "to-read") and panel.model.rowCount() == 1
+    panel.select_node("all")
+    panel.select_paper(first)
+    assert panel.remove_tag_from_selected("to-read") == 1
+    assert "to-read" not in panel.manager.details(first).tags
+    labels = [a.text() for a in panel.context_menu().actions()]
+    assert "Add a tag…" in labels and "Regenerate the key(s)" in labels
+
+
+def test_export_library_menu(empty_window, tmp_path):
+    win = empty_window
+    titles = [a.text() for m in win.menuBar().actions() for a in m.menu().actions()]
+    assert "&Export library…" in titles and "Citation &keys (pattern, regenerate)…" in titles
+    out = tmp_path / "all.bib"
+    win.library_panel.ask_save_path = lambda: str(out)
+    assert win.library_panel.export_papers() == 0 or out.exists()

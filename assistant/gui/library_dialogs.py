@@ -7,6 +7,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -36,6 +37,17 @@ class DuplicatesDialog(QDialog):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Keep", "Key", "Year", "Title", "Venue", "DOI"])
         self.tree.setObjectName("duplicatesTree")
+        self.tree.setWordWrap(True)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.tree.setUniformRowHeights(False)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for col in (0, 1, 2, 5):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Interactive)
+        #: replaceable in tests: ``(keep_id, ids) -> bool`` (the merge dialog's answer)
+        self.confirm_merge = self._confirm_merge
         layout.addWidget(self.tree, 1)
         buttons = QHBoxLayout()
         self.keep_button = QPushButton("Keep this one")
@@ -78,10 +90,26 @@ class DuplicatesDialog(QDialog):
                 top.addChild(child)
             self.tree.addTopLevelItem(top)
         self.tree.expandAll()
+        for item in self._items():
+            for col in range(self.tree.columnCount()):
+                item.setToolTip(col, item.text(col))
         self.summary.setText(
             f"{len(self.groups)} group(s) of possible duplicates (same DOI, or a similar title with the "
             "same year and first author). Merging keeps every record; old keys keep resolving."
         )
+
+    def _items(self):
+        for i in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(i)
+            yield top
+            yield from (top.child(j) for j in range(top.childCount()))
+
+    def _confirm_merge(self, keep: int, ids: list[int]) -> bool:
+        from assistant.gui.curation import MergeDialog
+
+        dialog = MergeDialog(self.manager, keep, ids, self)
+        self.merge_dialog = dialog
+        return dialog.exec() == QDialog.DialogCode.Accepted
 
     def _group_item(self) -> QTreeWidgetItem | None:
         item = self.tree.currentItem()
@@ -97,13 +125,16 @@ class DuplicatesDialog(QDialog):
         for i in range(top.childCount()):
             top.child(i).setText(0, "✔" if top.child(i) is item else "")
 
-    def _merge(self, top: QTreeWidgetItem) -> None:
+    def _merge(self, top: QTreeWidgetItem) -> bool:
+        """Merge one group after the user confirmed it (and chose the fields to keep)."""
         ids = [int(top.child(i).data(0, _ID)) for i in range(top.childCount())]
         keep = next(
             int(top.child(i).data(0, _ID)) for i in range(top.childCount()) if top.child(i).text(0)
         )
-        self.manager.merge(keep, [i for i in ids if i != keep])
+        if not self.confirm_merge(keep, ids):
+            return False
         self.merged += len(ids) - 1
+        return True
 
     def merge_selected(self) -> None:
         top = self._group_item()
@@ -171,6 +202,13 @@ class CitePicker(QDialog):
             )
             item.setData(_ID, row["id"])
             self.results.addItem(item)
+        alias = self.library.get_by_citekey(text) if " " not in text else None
+        if alias is not None and alias.citekey != text:  # a key merged into another paper
+            item = QListWidgetItem(
+                f"{alias.citekey} — {alias.title} (was {text}; merged into {alias.citekey})"
+            )
+            item.setData(_ID, alias.id)
+            self.results.insertItem(0, item)
         if self.results.count():
             self.results.setCurrentRow(0)
 

@@ -216,6 +216,17 @@ class MainWindow(QMainWindow, DocumentOps):
             "Ctrl+Shift+L",
             "The library table in a window of its own (again: back into the side panel)",
         )
+        self._action(
+            lib_menu,
+            "&Export library…",
+            lambda: self.library_panel.export_papers(),
+            tip="Write the whole library as BibTeX, RIS or CSL-JSON (by the file's extension)",
+        )
+        self._action(lib_menu, "Find &duplicates…", self.library_panel.duplicates_dialog)
+        self._action(
+            lib_menu, "Citation &keys (pattern, regenerate)…", self.library_panel.citekey_dialog
+        )
+        lib_menu.addSeparator()
         self._action(lib_menu, "&Rebuild index", self.rebuild_index)
         self._action(
             lib_menu,

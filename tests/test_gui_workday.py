@@ -361,7 +361,7 @@ def test_citekey_pattern_pin_regenerate_and_tags_in_the_window(dup_panel):
     panel.select_paper(first)
     old_key = panel.library.get(first).citekey
     assert panel.set_pinned_selected(True) == 1 and panel.library.get(first).pinned
-    dialog = CitekeyDialog(panel.manager, [first])
+    dialog = CitekeyDialog(panel.manager, [first], panel)
     dialog.pattern_edit.setText("[auth]_[year]")
     renamed = dialog.regenerate(None)
     assert renamed and panel.manager.citekey_pattern() == "[auth]_[year]"
@@ -376,8 +376,10 @@ def test_citekey_pattern_pin_regenerate_and_tags_in_the_window(dup_panel):
     panel.select_paper(first)
     assert panel.remove_tag_from_selected("to-read") == 1
     assert "to-read" not in panel.manager.details(first).tags
-    labels = [a.text() for a in panel.context_menu().actions()]
+    menu = panel.context_menu()
+    labels = [a.text() for a in menu.actions()]
     assert "Add a tag…" in labels and "Regenerate the key(s)" in labels
+    menu.deleteLater()
 
 
 def test_export_library_menu(empty_window, tmp_path):

@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     from assistant.service import Service, ServiceSettings
 
     files = acm_files(home / "acm")
-    engine = Service(ServiceSettings(db_path=home / "library.sqlite"))
+    from assistant.gui.main_window import INDEX_BATCH
+
+    engine = Service(ServiceSettings(db_path=home / "library.sqlite", index_batch_size=INDEX_BATCH))
     setup_sample(engine)
     out: dict = {"papers_sample": engine.library.count(), "acm_files": len(files)}
 

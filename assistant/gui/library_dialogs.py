@@ -42,8 +42,10 @@ class DuplicatesDialog(QDialog):
         self.tree.setUniformRowHeights(False)
         header = self.tree.header()
         header.setStretchLastSection(False)
-        for col in (0, 1, 2, 5):
+        for col in (1, 2, 5):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)  # group titles span it
+        header.resizeSection(0, 56)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.Interactive)
         #: replaceable in tests: ``(keep_id, ids) -> bool`` (the merge dialog's answer)
@@ -72,7 +74,7 @@ class DuplicatesDialog(QDialog):
         for n, group in enumerate(self.groups):
             papers = self.manager.lib.get_many(group.ids)
             top = QTreeWidgetItem(
-                ["", "", "", f"{papers[0].title} ({len(papers)}, {group.reason})", "", ""]
+                [f"{papers[0].title} — {len(papers)} records ({group.reason})", "", "", "", "", ""]
             )
             top.setData(0, _ID, n)
             for i, p in enumerate(papers):
@@ -89,6 +91,7 @@ class DuplicatesDialog(QDialog):
                 child.setData(0, _ID, p.id)
                 top.addChild(child)
             self.tree.addTopLevelItem(top)
+            top.setFirstColumnSpanned(True)  # the group's title across the whole row
         self.tree.expandAll()
         for item in self._items():
             for col in range(self.tree.columnCount()):
@@ -204,9 +207,7 @@ class CitePicker(QDialog):
             self.results.addItem(item)
         alias = self.library.get_by_citekey(text) if " " not in text else None
         if alias is not None and alias.citekey != text:  # a key merged into another paper
-            item = QListWidgetItem(
-                f"{alias.citekey} — {alias.title} (was {text}; merged into {alias.citekey})"
-            )
+            item = QListWidgetItem(f"{alias.citekey} (was {text}, merged) — {alias.title}")
             item.setData(_ID, alias.id)
             self.results.insertItem(0, item)
         if self.results.count():

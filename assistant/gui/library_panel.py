@@ -172,6 +172,7 @@ class LibraryPanel(QWidget):
 
         undo_row = QHBoxLayout()
         self.count_label = QLabel("")
+        self.count_label.setWordWrap(True)  # the import summary wraps, never "4 uncl"
         undo_row.addWidget(self.count_label, 1)
         self.undo_button = QPushButton("Undo")
         self.undo_button.setVisible(False)

@@ -53,6 +53,9 @@ from assistant.service import (
 
 log = logging.getLogger(__name__)
 
+#: papers per embedding batch in the GUI: Cancel acts between batches (about a second on a CPU)
+INDEX_BATCH = 8
+
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
 
@@ -165,6 +168,7 @@ class MainWindow(QMainWindow, DocumentOps):
             ranker=s.ranker,
             use_intent=s.use_intent,
             authors=tuple(n.strip() for n in s.my_names.split(";") if n.strip()),
+            index_batch_size=INDEX_BATCH,
         )
 
     def _dock(self, widget: QWidget, title: str, area) -> None:
@@ -333,6 +337,7 @@ class MainWindow(QMainWindow, DocumentOps):
                 "Cannot open the library", f"{exc}\n\nChoose another library file in Settings."
             )
             return
+        self._show_index_state()  # "Index now" from the start when the library has no index
         if prepare:
             self.run_engine_job(
                 lambda p, c: self.engine.prepare(p, c),

@@ -132,7 +132,8 @@ class PaperEditor(QWidget):
         records_page.setReadOnly(True)
         records_page.setObjectName("recordsView")
         self.records_view = records_page
-        tabs.addTab(records_page, "Original records")
+        tabs.addTab(records_page, "Records")
+        tabs.setTabToolTip(tabs.count() - 1, "The original records this paper was imported from")
         self.setEnabled(False)
 
     def resizeEvent(self, event) -> None:

@@ -12,6 +12,7 @@ so a newer request always wins. This is the Qt boundary of the progress contract
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import traceback
 from collections.abc import Callable
@@ -28,6 +29,24 @@ log = logging.getLogger(__name__)
 JobFn = Callable[[Progress, Callable[[], bool]], Any]
 #: Channels that share a thread (closing an old service runs after its jobs).
 _POOL_OF = {"close": "engine"}
+
+
+#: niceness of the job threads (import, index, adapt): the recommend thread keeps the CPU first
+JOB_NICENESS = 10
+
+
+def lower_thread_priority(niceness: int = JOB_NICENESS) -> bool:
+    """Run the calling thread (and the compute threads it starts) at low priority (Linux: a
+    thread's own nice value; elsewhere nothing). Returns whether it took effect."""
+    if not hasattr(os, "setpriority"):
+        return False
+    try:
+        tid = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, tid) < niceness:
+            os.setpriority(os.PRIO_PROCESS, tid, niceness)
+        return True
+    except OSError:
+        return False
 
 
 class CancelToken:
@@ -74,6 +93,8 @@ class _Job(QRunnable):
         )
 
     def run(self) -> None:  # pool thread
+        if self.channel != "recommend":
+            lower_thread_priority()
         if self.token():
             self.signals.cancelled.emit(self.channel, self.generation)
             return

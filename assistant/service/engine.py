@@ -78,6 +78,9 @@ class ServiceSettings:
     use_intent: bool = True
     #: the user's own names ("Last, First"; Settings): the manuscript's authors when it names none
     authors: tuple[str, ...] = ()
+    #: papers per embedding batch when indexing (None: the indexer's default); Cancel takes
+    #: effect between batches, so the GUI uses small ones
+    index_batch_size: int | None = None
 
 
 @dataclass
@@ -317,6 +320,8 @@ class Service:
                 )
             encoder = self.load_encoder(progress)
             progress(ProgressEvent(0, None, "index", "Indexing the library…"))
+            if self.settings.index_batch_size:
+                options.setdefault("batch_size", self.settings.index_batch_size)
             report = build_index(library, encoder, progress, cancelled=cancelled, **options)
             self._embedded = report.total - report.missing
             if reload:

@@ -41,3 +41,39 @@ def test_indexing_stops_after_the_batch_in_which_cancel_was_pressed(tmp_path, tm
         with pytest.raises(IndexingCancelled):
             build_index(lib, encoder, batch_size=2, cancelled=lambda: encoder.batches >= 1)
         assert encoder.batches == 1  # the chunk (all papers) was not embedded to its end
+
+
+def test_import_cancel_is_seen_while_a_large_file_is_still_parsing(tmp_path, monkeypatch):
+    """Cancel during the seconds a 3 MB file parses: the import stops, rolled back."""
+    import threading
+
+    import assistant.library.importers as importers
+
+    release, parsing = threading.Event(), threading.Event()
+    real = importers.parse_file
+
+    def slow_parse(job):  # a parse that lasts until the test lets it go
+        parsing.set()
+        release.wait(30)
+        return real(job)
+
+    monkeypatch.setattr(importers, "parse_file", slow_parse)
+    cancel = threading.Event()
+    result = {}
+    with Library(tmp_path / "lib.sqlite") as lib:
+
+        def run():
+            result["report"] = import_paths(
+                lib, [FIX / "good.bib"], cancelled=cancel.is_set, workers=1
+            )
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert parsing.wait(10)
+        cancel.set()
+        thread.join(10)
+        stopped = not thread.is_alive()
+        release.set()
+        thread.join(30)
+        assert stopped, "the import waited for the parse to end before seeing Cancel"
+        assert result["report"].cancelled and lib.count() == 0

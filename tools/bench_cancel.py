@@ -70,7 +70,12 @@ class Job:
         self.thread.start()
 
     def progress(self, event) -> None:
+        """As the GUI's job runner: record, and raise ``Cancelled`` once Cancel was pressed."""
+        from assistant.errors import Cancelled
+
         self.events.append((time.perf_counter(), event.stage, event.message))
+        if self.token():
+            raise Cancelled()
 
     def wait_stage(self, stages: tuple[str, ...], timeout: float) -> bool:
         end = time.perf_counter() + timeout

@@ -229,7 +229,8 @@ def phase_d() -> None:
 
     def look(message) -> None:  # after the window has handled the progress event
         label = window.library_panel.progress_label
-        seen["label_whole"] = label.text() == message and label.wordWrap()
+        seen["label"] = label.text()
+        seen["label_whole"] = label.wordWrap() and label.text() == label.toolTip()
         seen["rows_while_indexing"] = window.library_panel.model.rowCount()
         shot(window, "d-sample-indexing.png")
 

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QScrollArea,
     QVBoxLayout,
@@ -201,3 +202,71 @@ class CitekeyDialog(QDialog):
         more = f" (+{len(renamed) - 8} more)" if len(renamed) > 8 else ""
         self.result_label.setText(f"{len(renamed)} key(s) changed. {shown}{more}")
         return renamed
+
+
+class CurationActions:
+    """The library panel's tag and citation-key actions (mixed into ``LibraryPanel``; they use
+    its ``manager``, ``library``, ``selected_ids``, ``_run`` and ``_after_change``)."""
+
+    def _curation_actions(self, menu: QMenu, ids: list[int]) -> None:
+        """Tags, key pinning and regeneration for the selected papers."""
+        if self.manager is None:
+            return
+        menu.addAction("Add a tag…", self.add_tag_to_selected)
+        tags = sorted({t for pid in ids[:50] for t in self.manager.details(pid).tags})
+        if tags:
+            sub = menu.addMenu("Remove a tag")
+            for tag in tags:
+                sub.addAction(tag, lambda t=tag: self.remove_tag_from_selected(t))
+        first = self.library.get(ids[0])
+        if first is not None:
+            label = "Unpin the key" if first.pinned else "Pin the key (never regenerated)"
+            menu.addAction(label, lambda: self.set_pinned_selected(not first.pinned))
+        menu.addAction("Regenerate the key(s)", lambda: self.regenerate_keys(ids))
+
+    def add_tag_to_selected(self, tag: str | None = None) -> int:
+        ids = self.selected_ids()
+        tag = tag or self.ask_text("Add a tag", "Tag:")
+        if not tag or not ids or self.manager is None:
+            return 0
+        for pid in ids:
+            self._run(self.manager.add_tags, pid, [tag])
+        self._after_change(keep_order=True)
+        self._fill_sidebar()
+        self.count_label.setText(f"Tagged {len(ids)} paper(s) “{tag}”")
+        return len(ids)
+
+    def remove_tag_from_selected(self, tag: str) -> int:
+        ids = self.selected_ids()
+        if not ids or self.manager is None:
+            return 0
+        for pid in ids:
+            self._run(self.manager.remove_tags, pid, [tag])
+        self._after_change(keep_order=True)
+        self._fill_sidebar()
+        return len(ids)
+
+    def set_pinned_selected(self, pinned: bool) -> int:
+        ids = self.selected_ids()
+        for pid in ids:
+            self._run(self.manager.set_pinned, pid, pinned)
+        self._after_change(keep_order=True)
+        self.count_label.setText(f"{'Pinned' if pinned else 'Unpinned'} {len(ids)} key(s)")
+        return len(ids)
+
+    def regenerate_keys(self, ids: list[int] | None) -> list:
+        renamed = self._run(self.manager.regenerate_citekeys, ids) or []
+        self._after_change(keep_order=True)
+        self.count_label.setText(
+            f"{len(renamed)} key(s) regenerated (old keys stay aliases; pinned keys unchanged)"
+        )
+        return renamed
+
+    def citekey_dialog(self):
+        if self.manager is None:
+            return None
+        dialog = CitekeyDialog(self.manager, self.selected_ids(), self)
+        dialog.finished.connect(lambda _r: self._after_change() if dialog.changed else None)
+        dialog.open()
+        self.last_dialog = dialog
+        return dialog

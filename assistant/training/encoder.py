@@ -127,7 +127,7 @@ def graph_triplets(corpus: data.Corpus, opts: EncoderOptions, rng: random.Random
 
 
 #: pseudo-queries mined per prefilter call (Cancel is seen between chunks)
-MINE_CHUNK = 32
+MINE_CHUNK = 8
 
 
 def query_triplets(

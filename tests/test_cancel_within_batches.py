@@ -77,3 +77,39 @@ def test_import_cancel_is_seen_while_a_large_file_is_still_parsing(tmp_path, mon
         thread.join(30)
         assert stopped, "the import waited for the parse to end before seeing Cancel"
         assert result["report"].cancelled and lib.count() == 0
+
+
+def test_adapt_cancel_returns_while_a_training_step_is_still_running():
+    """Adapt: a CPU training step lasts seconds; Cancel answers at once, the step ends beside."""
+    import threading
+
+    from assistant.errors import Cancelled
+    from assistant.service.engine import run_beside
+
+    step_running, release, flag = threading.Event(), threading.Event(), threading.Event()
+
+    def training():  # one long step, then it sees the flag, as the training loop does
+        step_running.set()
+        release.wait(30)
+        return "stopped" if flag.is_set() else "done"
+
+    answered = {}
+
+    def call():
+        try:
+            run_beside(training, flag.is_set, "adaptation cancelled")
+        except Cancelled as exc:
+            answered["cancelled"] = str(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    assert step_running.wait(10)
+    flag.set()
+    caller.join(10)
+    returned = not caller.is_alive()
+    release.set()
+    caller.join(30)
+    assert returned and answered == {"cancelled": "adaptation cancelled"}
+    assert run_beside(lambda: 42, lambda: False, "x") == 42
+    with pytest.raises(ValueError):
+        run_beside(lambda: int("x"), lambda: False, "x")

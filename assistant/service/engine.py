@@ -383,16 +383,26 @@ class Service:
         opts = options or EncoderOptions(max_minutes=15.0)
         device = (self.settings.device or "auto") if opts.device == "auto" else opts.device
         opts = replace(opts, device=device, reindex=True)  # the caller's options stay as they were
-        with self._job_lock:
-            if self.library.count() == 0:
-                raise EmptyLibraryError(f"the library {self.db_path} is empty: import papers first")
-            result = adapt_encoder(self.library, opts, progress=progress, cancelled=cancelled)
-            if result.stopped_reason == "cancelled":
-                raise Cancelled("adaptation cancelled: the current encoder stays in use")
-            self.settings.encoder = opts.name
-            with self._encoder_lock:
-                self._encoder = None  # the re-built index names the adapted encoder
-            return result, self.prepare(progress, cancelled)
+
+        def work():
+            with self._job_lock:
+                if self.library.count() == 0:
+                    raise EmptyLibraryError(
+                        f"the library {self.db_path} is empty: import papers first"
+                    )
+                result = adapt_encoder(self.library, opts, progress=progress, cancelled=cancelled)
+                if result.stopped_reason == "cancelled":
+                    raise Cancelled("adaptation cancelled: the current encoder stays in use")
+                self.settings.encoder = opts.name
+                with self._encoder_lock:
+                    self._encoder = None  # the re-built index names the adapted encoder
+                return result, self.prepare(progress, cancelled)
+
+        # a CPU training step takes seconds: the caller gets Cancelled at once, the step in
+        # progress ends on its own thread (holding the job lock until then) and saves nothing
+        return run_beside(
+            work, cancelled, "adaptation cancelled: the current encoder stays in use", "adapt"
+        )
 
     def train_reranker(
         self, options, progress: Progress = no_progress, cancelled: CancelCheck | None = None
@@ -412,6 +422,29 @@ class Service:
 
         with self._job_lock:
             return adapt_encoder(self.library, options, progress=progress, cancelled=cancelled)
+
+
+def run_beside(fn, cancelled: CancelCheck, message: str, name: str = "job"):
+    """``fn()`` on a thread of its own; returns its result, re-raises its error, or raises
+    ``Cancelled(message)`` within 0.1 s of ``cancelled()`` turning true (``fn`` then ends on its
+    thread: it must poll the same flag)."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+        if thread.is_alive() and cancelled():
+            raise Cancelled(message)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 def require_library(path: Path | str) -> Path:

@@ -29,7 +29,7 @@ gui-deps:
 	    libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 >/dev/null; fi
 
 # Real-window check: the app under Xvfb on the sample, select -> Recommend -> Insert -> Undo,
-# screenshots to docs/screenshots/ (installs Xvfb itself when missing).
+# screenshots to $GUI_CHECK_OUT (default /tmp/gui-check) (installs Xvfb itself when missing).
 gui-check: install
 	PYTHON=$(BIN)/python tools/gui_check.sh
 

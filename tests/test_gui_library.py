@@ -190,9 +190,18 @@ def test_collections_sidebar_and_context_menu(panel, tmp_path):
 
 
 def test_duplicates_dialog_merges_a_group(panel):
+    from assistant.gui.curation import MergeDialog
+
     # the ACM copies with different DOIs are two works each; the curation fixture has one pair
     import_paths(panel.library, [FIX / "curation.bib"])
     dialog = panel.duplicates_dialog()
+    asked = []
+
+    def confirm(keep, ids):  # the merge dialog, answered "Merge" with its default choices
+        asked.append(keep)
+        return MergeDialog(panel.manager, keep, ids, dialog).merge()
+
+    dialog.confirm_merge = confirm
     assert dialog.tree.topLevelItemCount() == 1
     top = dialog.tree.topLevelItem(0)
     keys = [top.child(i).text(1) for i in range(top.childCount()) if top.child(i).text(1)]
@@ -202,6 +211,7 @@ def test_duplicates_dialog_merges_a_group(panel):
     assert top.child(1).text(0) == "✔" and top.child(0).text(0) == ""
     dialog.tree.setCurrentItem(top)
     dialog.merge_selected()
+    assert asked  # merging asks first
     assert dialog.tree.topLevelItemCount() == 0
     kept = panel.library.get_by_citekey(keys[1])
     assert kept.citekey == keys[1]  # the paper marked "keep" keeps its key

@@ -6,9 +6,9 @@ Qt's own event loop (QTest key/mouse events inside the app process, under Xvfb).
 Steps: wait for the sample library and models; select a sentence of the draft -> Ctrl+R
 -> click Insert on the first card -> the citation stands before the sentence's period, the
 .bib is untouched -> Ctrl+Z (focus still on the button) -> the text is back -> Insert again +
-Ctrl+S -> the .bib holds the entry. Screenshots go to docs/screenshots/: the editor with
+Ctrl+S -> the .bib holds the entry. Screenshots: the editor with
 results (1600x1000), the manuscript view with its flagged-sentence list, and a narrow window
-(1024x700). Prints one JSON line; exit status 0 only when every assertion held.
+(1024x700); they go to $GUI_CHECK_OUT (default /tmp/gui-check), outside the repository. Prints one JSON line; exit status 0 only when every assertion held.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+#: screenshots go outside the repository (never committed): $GUI_CHECK_OUT or /tmp/gui-check
+OUT = Path(os.environ.get("GUI_CHECK_OUT", "/tmp/gui-check"))
 SENTENCE = "Click models such as the dynamic Bayesian network model"
 
 
@@ -88,7 +89,7 @@ def main() -> int:
         QTest.qWait(400)
         path = OUT / name
         window.grab().save(str(path))
-        report.setdefault("screenshots", []).append(str(path.relative_to(OUT.parent.parent)))
+        report.setdefault("screenshots", []).append(str(path))
 
     def run() -> None:
         ready = []

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Real-window check (issue 18): installs Xvfb when missing, runs tools/gui_check.py under it
-# with a throw-away ASSISTANT_HOME; screenshots land in docs/screenshots/.
+# Real-window checks (issues 18 and 34): installs Xvfb when missing, runs tools/gui_check.py and
+# tools/gui_check_day.py under it with throw-away ASSISTANT_HOMEs; screenshots land in
+# $GUI_CHECK_OUT (default /tmp/gui-check), never in the repository: look at them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -22,3 +23,13 @@ SCALE_HOME=$(mktemp -d)
 ASSISTANT_HOME="$SCALE_HOME" QT_SCALE_FACTOR=1.5 \
   xvfb-run -a -s "-screen 0 1920x1080x24" "$PY" tools/gui_check.py --scale
 rm -rf "$SCALE_HOME"
+# issue 34: a working day (import, cancel, fallback, curation, layout, keyboard, help)
+export GUI_CHECK_OUT=${GUI_CHECK_OUT:-/tmp/gui-check}
+DAY_HOME=$(mktemp -d)
+ASSISTANT_HOME="$DAY_HOME" xvfb-run -a -s "-screen 0 1920x1080x24" "$PY" tools/gui_check_day.py
+rm -rf "$DAY_HOME"
+# the library side panel at 1024x700 and QT_SCALE_FACTOR=1.5: no clipped label
+DAY_HOME=$(mktemp -d)
+ASSISTANT_HOME="$DAY_HOME" QT_SCALE_FACTOR=1.5 \
+  xvfb-run -a -s "-screen 0 1920x1080x24" "$PY" tools/gui_check_day.py --layout-only
+rm -rf "$DAY_HOME"

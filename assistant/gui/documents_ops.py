@@ -306,7 +306,11 @@ class DocumentOps:
         bib = self.bib_path_for(state)
         if bib is None:
             return False
-        start, end = editor.selection_range()
+        editor_range = editor.selection_range()
+        where = self.anchored_range(editor, rec)
+        if where is None:
+            return False
+        start, end = where
         try:
             settings = getattr(self, "settings", None)
             plan = plan_citation(
@@ -334,12 +338,22 @@ class DocumentOps:
             if front is not None:
                 edits.append(front)
         editor.apply_edits(edits)
+        self.follow_anchor(editor, text, plan.edit)
         editor.setFocus()  # Ctrl+Z right after a click on Insert undoes it
         if plan.bib.writes:
             where = f"{bib.name} gets its entry when you save the manuscript"
         else:
             where = f"entry already in {bib.name}"
-        self.set_status(f"Cited {key}; {where} (Ctrl+Z undoes both)")
+        moved = (start, end) != editor_range
+        self.set_status(
+            f"Cited {key}; {where} (Ctrl+Z undoes both)"
+            + (
+                "; inserted in the sentence the results are for (the caret had moved)"
+                if moved
+                else ""
+            )
+        )
+        self.watch_citation(editor, key)
         return True
 
     def write_pending_bib(self, editor: ManuscriptEditor) -> list[str]:

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout,
 
 
 class FlaggedList(QWidget):
-    """One row per flagged sentence of the current manuscript; Enter/double-click selects it in
+    """One row per flagged sentence of the current manuscript; a click or Enter selects it in
     the editor and recommends for it. The count shown is ``len(editor.marks)``, the same number
     the status bar and the margin show."""
 
@@ -25,6 +25,7 @@ class FlaggedList(QWidget):
         self.list.setWordWrap(True)
         self.list.setAlternatingRowColors(True)
         self.list.itemActivated.connect(self._activated)
+        self.list.itemClicked.connect(self._activated)  # one click navigates (as in an IDE)
         layout.addWidget(self.list, 1)
         self.marks: list = []
 

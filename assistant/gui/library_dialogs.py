@@ -7,6 +7,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -37,6 +38,19 @@ class DuplicatesDialog(QDialog):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Keep", "Key", "Year", "Title", "Venue", "DOI"])
         self.tree.setObjectName("duplicatesTree")
+        self.tree.setWordWrap(True)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.tree.setUniformRowHeights(False)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for col in (1, 2, 5):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)  # group titles span it
+        header.resizeSection(0, 56)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Interactive)
+        #: replaceable in tests: ``(keep_id, ids) -> bool`` (the merge dialog's answer)
+        self.confirm_merge = self._confirm_merge
         layout.addWidget(self.tree, 1)
         buttons = QHBoxLayout()
         self.keep_button = QPushButton("Keep this one")
@@ -61,7 +75,7 @@ class DuplicatesDialog(QDialog):
         for n, group in enumerate(self.groups):
             papers = self.manager.lib.get_many(group.ids)
             top = QTreeWidgetItem(
-                ["", "", "", f"{papers[0].title} ({len(papers)}, {group.reason})", "", ""]
+                [f"{papers[0].title} — {len(papers)} records ({group.reason})", "", "", "", "", ""]
             )
             top.setData(0, _ID, n)
             top.setToolTip(3, "\n".join(group.evidence) or group.reason)
@@ -81,12 +95,29 @@ class DuplicatesDialog(QDialog):
             for line in group.evidence:  # why the finder thinks these are one work
                 top.addChild(QTreeWidgetItem(["", "", "", f"evidence: {line}", "", ""]))
             self.tree.addTopLevelItem(top)
+            top.setFirstColumnSpanned(True)  # the group's title across the whole row
         self.tree.expandAll()
+        for item in self._items():
+            for col in range(self.tree.columnCount()):
+                item.setToolTip(col, item.text(col))
         self.summary.setText(
             f"{len(self.groups)} group(s) of possible duplicates (a similar title, the same year and "
             "first author; never two DOIs). Merging keeps every record; old keys keep resolving; "
             "the paper's history can undo a merge."
         )
+
+    def _items(self):
+        for i in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(i)
+            yield top
+            yield from (top.child(j) for j in range(top.childCount()))
+
+    def _confirm_merge(self, keep: int, ids: list[int]) -> bool:
+        from assistant.gui.curation import MergeDialog
+
+        dialog = MergeDialog(self.manager, keep, ids, self)
+        self.merge_dialog = dialog
+        return dialog.exec() == QDialog.DialogCode.Accepted
 
     def _group_item(self) -> QTreeWidgetItem | None:
         item = self.tree.currentItem()
@@ -102,12 +133,15 @@ class DuplicatesDialog(QDialog):
         for i in range(top.childCount()):
             top.child(i).setText(0, "✔" if top.child(i) is item else "")
 
-    def _merge(self, top: QTreeWidgetItem) -> None:
+    def _merge(self, top: QTreeWidgetItem) -> bool:
+        """Merge one group after the user confirmed it (and chose the fields to keep)."""
         rows = [top.child(i) for i in range(top.childCount()) if top.child(i).data(0, _ID)]
-        ids = [int(r.data(0, _ID)) for r in rows]
+        ids = [int(r.data(0, _ID)) for r in rows]  # evidence rows carry no id
         keep = next(int(r.data(0, _ID)) for r in rows if r.text(0))
-        self.manager.merge(keep, [i for i in ids if i != keep])
+        if not self.confirm_merge(keep, ids):
+            return False
         self.merged += len(ids) - 1
+        return True
 
     def merge_selected(self) -> None:
         top = self._group_item()
@@ -184,6 +218,11 @@ class CitePicker(QDialog):
             )
             item.setData(_ID, row["id"])
             self.results.addItem(item)
+        alias = self.library.get_by_citekey(text) if " " not in text else None
+        if alias is not None and alias.citekey != text:  # a key merged into another paper
+            item = QListWidgetItem(f"{alias.citekey} (was {text}, merged) — {alias.title}")
+            item.setData(_ID, alias.id)
+            self.results.insertItem(0, item)
         if self.results.count():
             self.results.setCurrentRow(0)
 

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.errors import AssistantError
+from assistant.gui.curation import CurationActions
 from assistant.gui.library_dialogs import DuplicatesDialog
 from assistant.gui.library_model import PAPER_ID_ROLE, PaperTableModel
 from assistant.gui.paper_editor import PaperEditor
@@ -41,10 +42,11 @@ from assistant.service.library import COLUMNS, parse_search
 
 __all__ = ["PAPER_ID_ROLE", "LibraryPanel", "paper_html"]
 _NODE = Qt.ItemDataRole.UserRole
+NARROW_BELOW = 520  # px: below this the sidebar sits above the table
 _EXPORT_FORMATS = {".bib": "bibtex", ".ris": "ris", ".json": "csl-json"}
 
 
-class LibraryPanel(QWidget):
+class LibraryPanel(CurationActions, QWidget):
     """Browses and edits the library with its own (UI-thread) connection; imports run in workers."""
 
     import_requested = Signal(str)  # "files" | "folder" | "zotero"
@@ -59,6 +61,7 @@ class LibraryPanel(QWidget):
         self.library = None
         self.manager = None
         self.last_trashed: list[int] = []
+        self.last_summary = ""  # the last import's summary, shown beside the count
         self._total: int | None = None  # papers in the library (read again after a change)
         self.recommend_collection: int | None = None  # recommend only from this collection
         self.confirm = self._confirm  # replaceable in tests (no modal dialogs there)
@@ -91,6 +94,8 @@ class LibraryPanel(QWidget):
         menu.addAction("Attach PDFs from a folder…", self.attach_folder_dialog)
         menu.addSeparator()
         menu.addAction("Find duplicates…", self.duplicates_dialog)
+        menu.addAction("Citation keys (pattern, regenerate)…", self.citekey_dialog)
+        menu.addAction("Export the library…", lambda: self.export_papers())
         menu.addAction("New collection…", lambda: self.new_collection())
         menu.addAction("Empty the trash…", self.empty_trash)
         menu.addSeparator()
@@ -160,10 +165,15 @@ class LibraryPanel(QWidget):
         splitter.addWidget(self.sidebar)
         splitter.addWidget(right)
         splitter.setSizes([130, 420])
+        splitter.setChildrenCollapsible(False)
+        right.setChildrenCollapsible(False)
+        self.splitter, self.right_splitter = splitter, right
+        self._narrow: bool | None = None
         layout.addWidget(splitter, 1)
 
         undo_row = QHBoxLayout()
         self.count_label = QLabel("")
+        self.count_label.setWordWrap(True)  # the import summary wraps, never "4 uncl"
         undo_row.addWidget(self.count_label, 1)
         self.undo_button = QPushButton("Undo")
         self.undo_button.setVisible(False)
@@ -184,9 +194,15 @@ class LibraryPanel(QWidget):
         stale_row.addWidget(self.index_now_button)
         self.stale_bar.setVisible(False)
         layout.addWidget(self.stale_bar)
+        self.progress_label = QLabel("")  # the job's whole message: wraps, never clipped
+        self.progress_label.setObjectName("progressMessage")
+        self.progress_label.setWordWrap(True)
+        self.progress_label.setVisible(False)
+        layout.addWidget(self.progress_label)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
         self.progress.setTextVisible(True)
+        self.progress.setFormat("%p%")
         layout.addWidget(self.progress)
         bottom = QHBoxLayout()
         self.status_label = QLabel("Index: not loaded")
@@ -240,6 +256,40 @@ class LibraryPanel(QWidget):
         if self.library is None:
             self.count_label.setText("")
             return
+        self.set_summary(self.last_summary)
+        if self.details.has_changes():  # the edited paper left the view: save, never drop edits
+            self.details.save()  # an invalid edit stays in the pane with its error
+        else:
+            self.details.load(None, None)
+
+    def resizeEvent(self, event) -> None:
+        """A narrow side panel stacks sidebar, table and details (full width each, nothing
+        clipped); a wide one (large window, Ctrl+Shift+L) puts the sidebar beside the table."""
+        super().resizeEvent(event)
+        self.lay_out(event.size().width())
+
+    def lay_out(self, width: int) -> None:
+        narrow = width < NARROW_BELOW
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        if narrow:
+            self.splitter.setOrientation(Qt.Orientation.Vertical)
+            self.splitter.setSizes([self._sidebar_height(), 600])
+        else:
+            self.splitter.setOrientation(Qt.Orientation.Horizontal)
+            hint = self.sidebar.sizeHintForColumn(0) + 2 * self.sidebar.frameWidth() + 8
+            self.splitter.setSizes([max(130, hint), max(300, width - hint)])
+        self._size_columns()
+
+    def _sidebar_height(self) -> int:
+        rows = sum(1 for _ in self._all_sidebar_items()) or 4
+        row = self.sidebar.sizeHintForRow(0) if self.sidebar.topLevelItemCount() else 20
+        return min(160, max(60, rows * max(row, 16) + 8))
+
+    def _count_note(self) -> str:
+        if self.library is None:
+            return ""
         if self._total is None:
             self._total = self.library.count()
         total = self._total
@@ -253,11 +303,7 @@ class LibraryPanel(QWidget):
         )
         if view.search:
             note += f" match “{view.search}”"
-        self.count_label.setText(note)
-        if self.details.has_changes():  # the edited paper left the view: save, never drop edits
-            self.details.save()  # an invalid edit stays in the pane with its error
-        else:
-            self.details.load(None, None)
+        return note
 
     def _size_columns(self) -> None:
         """Default widths; a wider table gives the spare room to title, authors and venue (until
@@ -265,6 +311,10 @@ class LibraryPanel(QWidget):
         widths = {"citekey": 120, "title": 320, "authors": 130, "year": 48, "venue": 160}
         share = {"title": 0.6, "authors": 0.2, "venue": 0.2}
         keys = self.model.columns
+        view_w = self.table.viewport().width()
+        if view_w < 400 and "title" in keys:  # a narrow panel: a short key, then the title
+            widths["citekey"] = max(70, view_w // 3)
+            widths["title"] = max(120, view_w - widths["citekey"] - 2)
         base = [widths.get(key, 110) for key in keys]
         spare = max(0, self.table.viewport().width() - sum(base) - 2)
         header = self.table.horizontalHeader()
@@ -298,6 +348,7 @@ class LibraryPanel(QWidget):
 
         def add(parent, text, node):
             item = QTreeWidgetItem([text])
+            item.setToolTip(0, text)
             item.setData(0, _NODE, node)
             (parent.addChild(item) if parent is not None else self.sidebar.addTopLevelItem(item))
             items[node] = item
@@ -427,6 +478,7 @@ class LibraryPanel(QWidget):
             return None
 
     def _after_change(self, keep_order: bool = False) -> None:
+        self.last_summary = ""
         if keep_order:
             self.model.invalidate_rows()
         else:
@@ -553,6 +605,17 @@ class LibraryPanel(QWidget):
                 f"Recommending only from “{name.path if name else collection_id}”"
             )
 
+    def recommend_scope_note(self) -> str:
+        """What the results header says when recommendations come from one collection only."""
+        if self.recommend_collection is None or self.manager is None:
+            return ""
+        try:
+            col = self.manager.collection(self.recommend_collection)
+        except AssistantError:
+            col = None
+        name = col.path if col is not None else str(self.recommend_collection)
+        return f"only from the collection “{name}” (library panel: right-click it to change)"
+
     def auto_export(self, collection_id: int | None = None) -> str | None:
         """Keep a .bib/.ris/.json file in sync with the library or a collection."""
         path = self.ask_save_path()
@@ -616,6 +679,7 @@ class LibraryPanel(QWidget):
         )
         menu.addAction("Copy BibTeX", self.copy_bibtex)
         menu.addAction("Export selection…", lambda: self.export_papers(ids=ids))
+        self._curation_actions(menu, ids)
         if self.manager is not None:
             cols = self.manager.collections()
             if cols:
@@ -666,6 +730,7 @@ class LibraryPanel(QWidget):
 
     # --- progress/status ----------------------------------------------------------------------
     def show_progress(self, done, total, message: str) -> None:
+        """The job's message wraps above the bar (full text also in the tooltips)."""
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
         if total and int(total) > 0:
@@ -673,19 +738,30 @@ class LibraryPanel(QWidget):
             self.progress.setValue(int(1000 * min(1.0, float(done) / float(total))))
         else:
             self.progress.setRange(0, 0)  # busy indicator
-        self.progress.setFormat(message[:80] or "%p%")
-        self.progress.setToolTip(message)
+        if message:
+            self.progress_label.setText(message)
+            self.progress_label.setToolTip(message)
+            self.progress.setToolTip(message)
+        self.progress_label.setVisible(bool(self.progress_label.text()))
 
     def hide_progress(self) -> None:
         self.progress.setVisible(False)
+        self.progress_label.setVisible(False)
+        self.progress_label.setText("")
         self.cancel_button.setVisible(False)
 
     def set_status(self, status) -> None:
         self.status_label.setText(f"Index: {status.describe()}")
 
-    def set_stale(self, stale: bool, detail: str = "") -> None:
-        """Announce an index that lags the library, with a one-click "Index now"."""
-        self.stale_label.setText(f"⚠ The index is out of date: {detail}" if stale else "")
+    def set_summary(self, text: str) -> None:
+        """The last import's summary beside the count (stays until the user changes the library)."""
+        self.last_summary = text
+        self.count_label.setText(f"{self._count_note()} · {text}" if text else self._count_note())
+        self.count_label.setToolTip(text)
+
+    def set_stale(self, stale: bool, text: str = "") -> None:
+        """Announce a missing or lagging index, with a one-click "Index now"."""
+        self.stale_label.setText(f"⚠ {text}" if stale else "")
         self.stale_bar.setVisible(stale)
 
 

@@ -17,12 +17,14 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QTabBar,
     QTabWidget,
     QToolBar,
     QWidget,
 )
 
 from assistant.config import RESOURCES_DIR
+from assistant.gui.anchoring import Anchor, index_notice, shown_query
 from assistant.gui.documents_ops import DocumentOps
 from assistant.gui.flagged import FlaggedList, count_text
 from assistant.gui.library_panel import LibraryPanel
@@ -40,15 +42,20 @@ from assistant.gui.results_panel import ResultsPanel, _esc
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
 from assistant.service import (
+    IMPORTED_STAGE,
     MODES,
     LibraryOpenError,
     Service,
     ServiceSettings,
+    import_summary,
     query_for_selection,
     textops,
 )
 
 log = logging.getLogger(__name__)
+
+#: papers per embedding batch in the GUI: Cancel acts between batches (about a second on a CPU)
+INDEX_BATCH = 8
 
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
@@ -97,8 +104,9 @@ class MainWindow(QMainWindow, DocumentOps):
         self.results_panel = ResultsPanel()
         self.results_panel.insert_requested.connect(self.insert_recommendation)
         self.results_panel.copy_requested.connect(self.copy_bibtex)
+        self.results_panel.need_changed.connect(self._need_changed)
         self._dock(self.results_panel, "Recommendations", Qt.DockWidgetArea.RightDockWidgetArea)
-        self.results_panel.leave_requested.connect(lambda: self.current_editor().setFocus())
+        self.results_panel.leave_requested.connect(self.back_to_text)
         self.flagged_list = FlaggedList()
         self.flagged_list.activated.connect(self.go_to_mark)
         self._dock(self.flagged_list, "Flagged sentences", Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -119,6 +127,7 @@ class MainWindow(QMainWindow, DocumentOps):
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.status_progress)
         self.runner.busy_changed.connect(self._busy_changed)
+        self.runner.stage_reached.connect(self._stage_reached)
         self.rec_runner.busy_changed.connect(self._busy_changed)
         self._restore_filters()
         self.new_document()
@@ -134,6 +143,7 @@ class MainWindow(QMainWindow, DocumentOps):
             ranker=s.ranker,
             use_intent=s.use_intent,
             authors=tuple(n.strip() for n in s.my_names.split(";") if n.strip()),
+            index_batch_size=INDEX_BATCH,
         )
 
     def _dock(self, widget: QWidget, title: str, area) -> None:
@@ -185,6 +195,17 @@ class MainWindow(QMainWindow, DocumentOps):
             "Ctrl+Shift+L",
             "The library table in a window of its own (again: back into the side panel)",
         )
+        self._action(
+            lib_menu,
+            "&Export library…",
+            lambda: self.library_panel.export_papers(),
+            tip="Write the whole library as BibTeX, RIS or CSL-JSON (by the file's extension)",
+        )
+        self._action(lib_menu, "Find &duplicates…", self.library_panel.duplicates_dialog)
+        self._action(
+            lib_menu, "Citation &keys (pattern, regenerate)…", self.library_panel.citekey_dialog
+        )
+        lib_menu.addSeparator()
         self._action(lib_menu, "&Rebuild index", self.rebuild_index)
         self._action(
             lib_menu,
@@ -210,7 +231,7 @@ class MainWindow(QMainWindow, DocumentOps):
             "Ctrl+Shift+C",
             "Find a paper of the library by title, author, key or DOI and cite it at the cursor",
         )
-        self._action(rec_menu, "&Cancel", lambda: self.rec_runner.cancel("recommend"), "Esc")
+        self._action(rec_menu, "&Cancel", self.escape, "Esc")
         rec_menu.addSeparator()
         for n in range(1, 10):
             action = self._action(
@@ -291,6 +312,7 @@ class MainWindow(QMainWindow, DocumentOps):
                 "Cannot open the library", f"{exc}\n\nChoose another library file in Settings."
             )
             return
+        self._show_index_state()  # "Index now" from the start when the library has no index
         if prepare:
             self.run_engine_job(
                 lambda p, c: self.engine.prepare(p, c),
@@ -314,12 +336,20 @@ class MainWindow(QMainWindow, DocumentOps):
         self.library_panel.show_progress(done, total, message)
         self.set_status(message)
 
+    def _stage_reached(self, channel: str, stage: str, message: str) -> None:
+        """An import committed inside a longer job: show the papers and the summary now."""
+        if channel == "engine" and stage == IMPORTED_STAGE:
+            self.library_panel.refresh()
+            self._show_index_state()
+            self.library_panel.set_summary(message)
+            self.set_status(message)
+
     def _engine_prepared(self, status) -> None:
         self.library_panel.hide_progress()
+        self.library_panel.refresh()
         if status is not None:
             self.library_panel.set_status(status)
-            self.library_panel.set_stale(False)
-        self.library_panel.refresh()
+        self._show_index_state()
         self.set_status(
             "Ready" if status and status.papers else "The library is empty: import papers first"
         )
@@ -330,12 +360,12 @@ class MainWindow(QMainWindow, DocumentOps):
         self.set_status("Cancelled; the current index and model stay in use")
         self._show_index_state()
 
-    def rebuild_index(self) -> None:
+    def rebuild_index(self, message: str = "Rebuilding the index…") -> None:
         def job(progress, cancelled):
             self.engine.build_index(progress, cancelled)
             return self.engine.status()
 
-        self.run_engine_job(job, "Rebuilding the index…", on_done=self._engine_prepared)
+        self.run_engine_job(job, message, on_done=self._engine_prepared)
 
     def adapt_to_library(self, options=None, confirm: bool = True) -> int | None:
         """Fine-tune the encoder on the library in the background (cancellable), then switch to it."""
@@ -403,11 +433,12 @@ class MainWindow(QMainWindow, DocumentOps):
             self.import_library([Path(p) for p in paths])
 
     def import_library(self, paths: list[Path]) -> int:
-        """Import files/folders in the background, then update the index."""
+        """Import files/folders in the background; the papers show as soon as the import has
+        committed, then indexing runs as a job of its own (its own progress and Cancel)."""
         before = self.engine.library.count()
 
         def job(progress, cancelled):
-            report = self.engine.import_files(paths, progress, cancelled)
+            report = self.engine.import_files(paths, progress, cancelled, index=False)
             return report, self.engine.status()
 
         generation = self.run_engine_job(
@@ -425,29 +456,31 @@ class MainWindow(QMainWindow, DocumentOps):
         self.set_status(message)
 
     def _show_index_state(self) -> None:
-        """Counts in the library panel and, when papers are not indexed yet, an Index-now bar."""
+        """Counts in the library panel and, when papers are not indexed, an Index-now bar."""
         try:
             status = self.engine.status()
             stale = self.engine.index_stale()
+            has_index = self.engine.ready or self.engine.has_index()
         except Exception as exc:  # a closed/broken library: the panel says so elsewhere
             log.warning("index state unavailable: %s", exc)
             return
         self.library_panel.set_status(status)
         self.library_panel.set_stale(
-            stale,
-            f"{status.papers - status.embedded:+d} papers since the index was built; "
-            "recommendations use the last index.",
+            *index_notice(status.papers, status.embedded, has_index, stale)
         )
 
     def _imported(self, payload) -> None:
         report, status = payload
-        self._engine_prepared(status)
+        self.library_panel.hide_progress()
+        self.library_panel.refresh()
+        self.library_panel.set_status(status)
+        self._show_index_state()
         issues = getattr(report, "issues", []) or []
-        summary = (
-            f"Imported: {getattr(report, 'added', 0)} added, {getattr(report, 'merged', 0)} merged, "
-            f"{getattr(report, 'unchanged', 0)} unchanged, {getattr(report, 'skipped', 0)} skipped."
-        )
+        summary = import_summary(report)
+        self.library_panel.set_summary(summary)
         self.set_status(summary)
+        if self.library_panel.library is not None and self.library_panel.library.count():
+            self.rebuild_index(f"{summary} Indexing the new papers…")
         if issues:
             details = "\n".join(str(i) for i in issues[:200])
             self.show_error(
@@ -502,6 +535,9 @@ class MainWindow(QMainWindow, DocumentOps):
             self.show_error("Cannot recommend", str(exc))
             return None
         self.results_panel.clear_results()  # old cards never stay under a new query
+        editor = self.current_editor()
+        text = editor.toPlainText()
+        self.anchor = Anchor(editor, spec.start, spec.end, text[spec.start : spec.end])
         if not (query.text or query.title or query.abstract):
             self.results_panel.set_message(
                 "Nothing to recommend for: place the cursor in a sentence."
@@ -539,7 +575,7 @@ class MainWindow(QMainWindow, DocumentOps):
                 config.intent_preference = intent
             if only_collection is not None:
                 config.collection_ids = (only_collection,)
-            return self.engine.recommend(query, config=config, cancelled=cancelled)
+            return self.engine.recommend(query, config=config, cancelled=cancelled, fallback=True)
 
         return self.rec_runner.submit(
             "recommend",
@@ -571,18 +607,88 @@ class MainWindow(QMainWindow, DocumentOps):
         shown = min(len(result.items), self.settings.k)
         header = (
             f"{shown} recommendations · mode {result.mode} · {total_ms:.0f} ms"
-            + (" · papers already cited are hidden" if cited else "")
-            + f"<br><span style='color:#666'>“{_esc(result.query.display_text()[:160])}”</span>"
+            + f"<br><span style='color:#666'>“{_esc(shown_query(result.query))}”</span>"
         )
         for warning in getattr(result, "warnings", None) or []:
             header += f"<br><span style='color:#b26a00'>⚠ {_esc(warning)}</span>"
         self.results_panel.limit = self.settings.k
+        self.results_panel.scope_note = self.library_panel.recommend_scope_note()
         self.results_panel.set_results(
             result.items, header, cited, query_text=result.query.display_text()
         )
         self.set_status(f"{shown} recommendations in {total_ms:.0f} ms ({result.mode})")
         self.library_panel.set_status(self.engine.status())
         self.recommendations_ready.emit(result)
+
+    def back_to_text(self) -> None:
+        """Esc from the results or the flagged list: the keyboard goes back to the manuscript."""
+        editor = self.current_editor()
+        if editor is not None:
+            editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def escape(self) -> None:
+        """Esc: cancel a running recommendation; from the side panels, back to the text."""
+        self.rec_runner.cancel("recommend")
+        focus = self.focusWidget()
+        for panel in (self.results_panel, self.flagged_list):
+            if focus is not None and (focus is panel or panel.isAncestorOf(focus)):
+                self.back_to_text()
+
+    def anchored_range(self, editor, rec) -> tuple[int, int] | None:
+        """Where ``rec`` is cited: the caret/selection for a paper picked by hand; for a result,
+        the sentence its list was computed for, wherever the caret is now. None (with a notice)
+        when that sentence was edited or is in another tab."""
+        current = editor.selection_range()
+        anchor = getattr(self, "anchor", None)
+        if isinstance(rec, PickedPaper) or anchor is None:
+            return current
+        where = anchor.locate(editor.toPlainText()) if anchor.editor is editor else None
+        if where is None:
+            self.results_panel.set_message(
+                "⚠ The sentence these results were computed for was edited or is in another tab: "
+                "nothing was inserted. Place the cursor and press Recommend (Ctrl+R) again."
+            )
+            self.set_status("Not inserted: the results are for a sentence that changed")
+            return None
+        start, end = where
+        if start <= current[0] <= end and start <= current[1] <= end:
+            return current  # the caret is still in that sentence
+        return where
+
+    def follow_anchor(self, editor, before: str, edit) -> None:
+        """After an Insert into the anchored sentence (``before``: the text before it), the anchor
+        covers the sentence with its new citation: the list's next result goes there too."""
+        anchor = getattr(self, "anchor", None)
+        where = anchor.locate(before) if anchor is not None and anchor.editor is editor else None
+        if where is None or not (where[0] <= edit.start <= where[1] + 1):
+            return
+        delta = len(edit.replacement) - (edit.end - edit.start)
+        anchor.start, anchor.end = where[0], max(where[1] + delta, where[0])
+        anchor.text = editor.toPlainText()[anchor.start : anchor.end]
+
+    def watch_citation(self, editor, key: str) -> None:
+        """Keep "Cited KEY" in the status line only while the citation is in the text."""
+        self._cited_watch = (editor, key)
+        if not getattr(editor, "_cited_watch_on", False):
+            editor.textChanged.connect(lambda e=editor: self._check_citation(e))
+            editor._cited_watch_on = True
+
+    def _check_citation(self, editor) -> None:
+        watch = getattr(self, "_cited_watch", None)
+        if not watch or watch[0] is not editor:
+            return
+        key = watch[1]
+        if not self.status_label.text().startswith(f"Cited {key}"):
+            self._cited_watch = None  # the status moved on: stop watching
+            return
+        if key not in textops.cited_keys(editor.toPlainText(), editor.state.style):
+            self._cited_watch = None
+            self.set_status(f"Citation of {key} undone (its .bib entry is not written)")
+
+    def _need_changed(self, _need: str) -> None:
+        """The "Need" box re-ranks: recommend again for the same text when a list is shown."""
+        if self.last_result is not None and self.results_panel.items:
+            self.recommend()
 
     # --- keyboard: results and flagged sentences -------------------------------------------------
     def focus_results(self) -> bool:
@@ -703,6 +809,10 @@ class MainWindow(QMainWindow, DocumentOps):
             self._docks_sized = True
             fit_to_screen(self)
             self.size_docks()
+        for bar in self.findChildren(QTabBar):  # the docks' tabs: full names, never "L..."
+            if bar.parent() is self:
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 SHORTCUTS = (
     ("Ctrl+R", "Recommend citations for the selection or the sentence at the caret"),
     ("Ctrl+Shift+R", "Go to the result cards (↑/↓ move, Enter inserts, Esc back to the text)"),
+    ("Ctrl+Shift+C", "Search the library and cite a paper at the caret (title, author, key, DOI)"),
     ("Alt+1 … Alt+9", "Insert result 1 … 9"),
     ("Ctrl+Z / Ctrl+Shift+Z", "Undo / redo (an Insert, with its .bib entry, is one step)"),
     ("Ctrl+F / Ctrl+H", "Find / replace in the manuscript"),
@@ -30,7 +31,11 @@ SHORTCUTS = (
     ("Ctrl+Shift+P", "Import a manuscript PDF"),
     ("Ctrl+I", "Import files into the library"),
     ("Ctrl+,", "Settings (citation command, models, device)"),
-    ("Esc", "Cancel the running recommendation"),
+    (
+        "Esc",
+        "Cancel the running recommendation; from the results or flagged list: back to the text",
+    ),
+    ("F1", "This help"),
 )
 
 EDITOR_MIN_WIDTH = 340
@@ -181,7 +186,7 @@ def build_edit_menu(window, bar) -> None:
 
 def build_help_menu(window, bar) -> None:
     menu = bar.addMenu("&Help")
-    _add(window, menu, "&Keyboard shortcuts", lambda: show_shortcuts(window), "F1")
+    _add(window, menu, "Cite-Assist &help", lambda: show_shortcuts(window), "F1")
     _add(window, menu, "&About Cite-Assist", lambda: show_about(window))
 
 
@@ -190,13 +195,12 @@ def shortcuts_html() -> str:
     return f"<table cellspacing='6'>{rows}</table>"
 
 
-def show_shortcuts(window) -> QMessageBox:
-    box = QMessageBox(
-        QMessageBox.Icon.NoIcon, "Keyboard shortcuts", shortcuts_html(), parent=window
-    )
-    box.setTextFormat(Qt.TextFormat.RichText)
-    box.setWindowModality(Qt.WindowModality.WindowModal)
-    box.open()
+def show_shortcuts(window):
+    """F1: the help page (keyboard, workflows, what each label means)."""
+    from assistant.gui.help_page import HelpDialog
+
+    box = HelpDialog(window, SHORTCUTS)
+    box.show()
     window.last_help_box = box
     return box
 

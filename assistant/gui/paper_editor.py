@@ -7,10 +7,10 @@ Authors and editors are one name per line ("Last, First"); other BibTeX fields a
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -63,6 +63,8 @@ class PaperEditor(QWidget):
         self.manager = None
         self.paper = None
         tabs = QTabWidget()
+        tabs.setElideMode(Qt.TextElideMode.ElideNone)  # narrow panel: scroll, never "Hist"
+        tabs.setUsesScrollButtons(True)
         self.tabs = tabs
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -70,6 +72,7 @@ class PaperEditor(QWidget):
 
         form_page = QWidget()
         form = QFormLayout(form_page)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # narrow: label above
         self.inputs: dict[str, QLineEdit | QPlainTextEdit] = {}
         for key, label in FIELDS:
             if key in _LINES or key in _TEXT:
@@ -92,7 +95,8 @@ class PaperEditor(QWidget):
         self.error_label.setObjectName("editError")
         self.error_label.setStyleSheet("color: #b00020;")
         self.error_label.setWordWrap(True)
-        buttons = QHBoxLayout()
+        buttons = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self.buttons = buttons
         self.save_button = QPushButton("Save")
         self.save_button.clicked.connect(self.save)
         self.discard_button = QPushButton("Discard changes")
@@ -118,7 +122,8 @@ class PaperEditor(QWidget):
         self.history_list = QListWidget()
         self.history_list.setObjectName("historyList")
         hl.addWidget(self.history_list, 1)
-        self.revert_button = QPushButton("Undo the selected change")
+        self.revert_button = QPushButton("Undo change")
+        self.revert_button.setToolTip("Undo the change selected in the list")
         self.revert_button.clicked.connect(self.revert_selected)
         hl.addWidget(self.revert_button)
         tabs.addTab(history_page, "History")
@@ -127,8 +132,21 @@ class PaperEditor(QWidget):
         records_page.setReadOnly(True)
         records_page.setObjectName("recordsView")
         self.records_view = records_page
-        tabs.addTab(records_page, "Original records")
+        tabs.addTab(records_page, "Records")
+        tabs.setTabToolTip(tabs.count() - 1, "The original records this paper was imported from")
         self.setEnabled(False)
+
+    def resizeEvent(self, event) -> None:
+        """Too narrow for Discard + Save side by side: they stack (never "card chang")."""
+        super().resizeEvent(event)
+        need = self.discard_button.sizeHint().width() + self.save_button.sizeHint().width() + 24
+        direction = (
+            QBoxLayout.Direction.TopToBottom
+            if event.size().width() < need
+            else QBoxLayout.Direction.LeftToRight
+        )
+        if self.buttons.direction() != direction:
+            self.buttons.setDirection(direction)
 
     # -- loading ----------------------------------------------------------------------------------
     def load(self, manager, paper_id: int | None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.service import IntentChip as ChipData
-from assistant.service import intent_chip, intent_chips
+from assistant.service import intent_chip, intent_chips, sentence_label
 
 INTENT_COLOURS = {"background": "#1e88e5", "method": "#43a047", "result": "#fb8c00"}
 INTENTS = ("background", "method", "result")
@@ -129,6 +129,7 @@ class IntentChip(QLabel):
         self.intent = chip.label
         self.confidence = chip.confidence
         self.uncertain = chip.uncertain
+        self.shown = chip.shown
         self.setObjectName("intentChip")
         text = chip.text
         if chip.label and not chip.uncertain:
@@ -191,6 +192,7 @@ class ResultCard(QFrame):
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.title_label)
         self.chip = IntentChip(chip or intent_chip(rec))
+        self.chip.setVisible(self.chip.shown)  # no chip at all when it would say nothing
 
         meta = " · ".join(
             p for p in (format_authors(paper.authors), str(paper.year or ""), paper.venue) if p
@@ -246,6 +248,13 @@ class ResultCard(QFrame):
     def set_expanded(self, expanded: bool) -> None:
         self.details.setVisible(expanded)
 
+    def event(self, event) -> bool:
+        """Esc belongs to the focused card (back to the text), not to the window's Cancel."""
+        if event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_Escape:
+            event.accept()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event) -> None:
         key = event.key()
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
@@ -287,6 +296,7 @@ class ResultsPanel(QWidget):
     insert_requested = Signal(object)
     copy_requested = Signal(object)
     filters_changed = Signal()
+    need_changed = Signal(str)  # the "Need" box: recommend again, re-ranked for that intent
     leave_requested = Signal()  # Esc on a card: back to the manuscript
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -297,6 +307,8 @@ class ResultsPanel(QWidget):
         self.cited_keys: set[str] = set()
         self.query_terms: frozenset[str] = frozenset()
         self.cards: list[ResultCard] = []
+        self.header_base = ""  # the caller's header; notes that follow the filters are added
+        self.scope_note = ""  # e.g. "only from the collection “Thesis”"
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
 
@@ -319,10 +331,16 @@ class ResultsPanel(QWidget):
             box.valueChanged.connect(self._refilter)
             filters.addWidget(box)
         self.intent_filter = QComboBox()
-        self.intent_filter.addItem("Any intent", "")
+        self.intent_filter.setObjectName("needBox")
+        self.intent_filter.setToolTip(
+            "What the citation should support: papers likely cited for it move up (nothing is hidden)"
+        )
+        self.intent_filter.addItem("Need: any", "")
         for intent in INTENTS:
-            self.intent_filter.addItem(intent.capitalize(), intent)
-        self.intent_filter.currentIndexChanged.connect(self._refilter)
+            self.intent_filter.addItem(f"Need: {intent}", intent)
+        self.intent_filter.currentIndexChanged.connect(
+            lambda _i: self.need_changed.emit(self.intent_filter.currentData() or "")
+        )
         filters.addWidget(self.intent_filter)
         self.exclude_cited = QCheckBox("Hide cited")
         self.exclude_cited.setToolTip("Hide papers already cited in the manuscript")
@@ -369,6 +387,7 @@ class ResultsPanel(QWidget):
 
     # --- state --------------------------------------------------------------------------------
     def set_message(self, text: str) -> None:
+        self.header_base = ""
         self.header.setText(text)
 
     def set_results(
@@ -382,7 +401,7 @@ class ResultsPanel(QWidget):
         self.query_terms = query_terms(query_text)
         self.cited_keys = set(cited_keys or ())
         if header:
-            self.header.setText(header)
+            self.header_base = header
         self._refilter()
 
     def clear(self) -> None:
@@ -410,8 +429,6 @@ class ResultsPanel(QWidget):
         """Why the list is empty although there are results (the filters hide them all)."""
         f = self.filter_values()
         parts = []
-        if f["intent"]:
-            parts.append(f"intent “{f['intent']}”")
         if f["year_min"] > 1900 or f["year_max"] < 2100:
             parts.append(f"years {f['year_min']}–{f['year_max']}")
         if f["exclude_cited"] and any(r.paper.citekey in self.cited_keys for r in self.items):
@@ -419,8 +436,25 @@ class ResultsPanel(QWidget):
         what = ", ".join(parts) or "the filters"
         return (
             f"None of the {len(self.items)} recommendations matches {what}. "
-            "Choose “Any intent”, widen the years or untick Hide cited to see them."
+            "Widen the years or untick Hide cited to see them."
         )
+
+    def _header_html(self) -> str:
+        """The caller's header plus what the current filters and labels mean for this list."""
+        notes = []
+        if self.scope_note:
+            notes.append(self.scope_note)
+        hidden = [r for r in self.items if r.paper.citekey in self.cited_keys]
+        if hidden and self.exclude_cited.isChecked():
+            notes.append(f"{len(hidden)} already cited hidden")
+        need = self.intent_filter.currentData()
+        if need:
+            notes.append(f"papers cited for their {need} first")
+        label = sentence_label(self.items)
+        if label:
+            notes.append(label + " (no paper-specific intent)")
+        extra = "".join(f"<br><span style='color:#555'>· {_esc(n)}</span>" for n in notes)
+        return self.header_base + extra
 
     def filter_values(self) -> dict:
         return {
@@ -437,8 +471,6 @@ class ResultsPanel(QWidget):
             year = rec.paper.year
             if year and not (f["year_min"] <= year <= f["year_max"]):
                 continue
-            if f["intent"] and rec.intent != f["intent"]:
-                continue
             if f["exclude_cited"] and rec.paper.citekey in self.cited_keys:
                 continue
             out.append(rec)
@@ -451,6 +483,8 @@ class ResultsPanel(QWidget):
             card.deleteLater()
         self.cards = []
         visible = self.visible_items()
+        if self.header_base:
+            self.header.setText(self._header_html())
         self.empty_label.setText(self.empty_message() if self.items and not visible else "")
         self.empty_label.setVisible(bool(self.items) and not visible)
         self._chips = {id(rec): chip for rec, chip in zip(self.items, intent_chips(self.items))}

@@ -12,6 +12,7 @@ so a newer request always wins. This is the Qt boundary of the progress contract
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import traceback
 from collections.abc import Callable
@@ -30,6 +31,24 @@ JobFn = Callable[[Progress, Callable[[], bool]], Any]
 _POOL_OF = {"close": "engine"}
 
 
+#: niceness of the job threads (import, index, adapt): the recommend thread keeps the CPU first
+JOB_NICENESS = 10
+
+
+def lower_thread_priority(niceness: int = JOB_NICENESS) -> bool:
+    """Run the calling thread (and the compute threads it starts) at low priority (Linux: a
+    thread's own nice value; elsewhere nothing). Returns whether it took effect."""
+    if not hasattr(os, "setpriority"):
+        return False
+    try:
+        tid = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, tid) < niceness:
+            os.setpriority(os.PRIO_PROCESS, tid, niceness)
+        return True
+    except OSError:
+        return False
+
+
 class CancelToken:
     """A thread-safe cancel flag handed to the pipeline as ``cancelled()``."""
 
@@ -46,7 +65,7 @@ class CancelToken:
 class JobSignals(QObject):
     """Carrier of a job's signals (lives in the UI thread; emitted from the pool thread)."""
 
-    progress = Signal(str, int, object, object, str)  # channel, generation, done, total, message
+    progress = Signal(str, int, object, object, str, str)  # channel, gen, done, total, msg, stage
     finished = Signal(str, int, object)  # channel, generation, result
     failed = Signal(str, int, str, str)  # channel, generation, message, traceback
     cancelled = Signal(str, int)
@@ -70,10 +89,12 @@ class _Job(QRunnable):
         if self.token():
             raise Cancelled()
         self.signals.progress.emit(
-            self.channel, self.generation, event.done, event.total or 0, event.message
+            self.channel, self.generation, event.done, event.total or 0, event.message, event.stage
         )
 
     def run(self) -> None:  # pool thread
+        if self.channel != "recommend":
+            lower_thread_priority()
         if self.token():
             self.signals.cancelled.emit(self.channel, self.generation)
             return
@@ -109,6 +130,7 @@ class JobRunner(QObject):
     """Submits jobs to the engine thread and routes their signals to callbacks (UI thread)."""
 
     busy_changed = Signal(str, bool)  # channel, running
+    stage_reached = Signal(str, str, str)  # channel, stage, message (current jobs only)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -178,10 +200,14 @@ class JobRunner(QObject):
         if not self.is_busy(channel):
             self.busy_changed.emit(channel, False)
 
-    @Slot(str, int, object, object, str)
-    def _on_progress(self, channel, generation, done, total, message) -> None:
+    @Slot(str, int, object, object, str, str)
+    def _on_progress(self, channel, generation, done, total, message, stage="") -> None:
         callbacks = self._current(channel, generation)
-        if callbacks and callbacks.on_progress and not callbacks.token():
+        if callbacks is None or callbacks.token():
+            return
+        if stage:
+            self.stage_reached.emit(channel, stage, message)
+        if callbacks.on_progress:
             callbacks.on_progress(done, total, message)
 
     @Slot(str, int, object)

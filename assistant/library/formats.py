@@ -111,6 +111,7 @@ def _csl_name(name: str) -> dict:
 def paper_to_csl(paper: Paper) -> dict:
     """One CSL-JSON item; ``id`` is the citekey."""
     item: dict = {"id": paper.citekey, "type": CSL_TYPES.get(paper.entry_type, "article")}
+    item["citation-key"] = paper.citekey  # read back as the key (an ``id`` alone is not)
     item["title"] = paper.title
     if paper.authors:
         item["author"] = [_csl_name(a) for a in paper.authors if a != "others"]

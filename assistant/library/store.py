@@ -88,6 +88,13 @@ def merge_papers(old: Paper, new: Paper) -> Paper:
     for name in ("title", "venue", "doi", "arxiv_id", "url", "pdf_path", "year", "source_file"):
         if not getattr(merged, name) and getattr(new, name):
             setattr(merged, name, getattr(new, name))
+    if (  # the old record names a PDF that is not there, the new one a file that is
+        new.pdf_path
+        and new.pdf_path != old.pdf_path
+        and Path(new.pdf_path).is_file()
+        and not Path(old.pdf_path or "").is_file()
+    ):
+        merged.pdf_path = new.pdf_path
     if len(new.abstract or "") > len(old.abstract or ""):
         merged.abstract = new.abstract
     if len(new.authors) > len(old.authors):

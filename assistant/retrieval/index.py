@@ -451,8 +451,20 @@ def _embed(
                 f"indexing cancelled after {done} of {len(order)} papers (resumable)"
             )
         chunk = order[start : start + chunk_size]
+
+        def between_batches(_event, done=done) -> None:  # Cancel acts within one batch
+            if cancelled is not None and cancelled():
+                raise IndexingCancelled(
+                    f"indexing cancelled after {done} of {len(order)} papers (resumable)"
+                )
+
         vecs = np.asarray(
-            encoder.encode([todo[h] for h in chunk], batch_size=batch_size), dtype=np.float32
+            encoder.encode(
+                [todo[h] for h in chunk],
+                batch_size=batch_size,
+                progress=between_batches if cancelled is not None else None,
+            ),
+            dtype=np.float32,
         )
         pending.add(chunk, vecs)  # persisted before going on: an interrupted run resumes here
         cache.update(zip(chunk, vecs))

@@ -32,12 +32,14 @@ from assistant.retrieval.query import (
     strip_citation_markers,
 )
 from assistant.retrieval.reranker_setting import RerankerSetting, resolve_reranker
-from assistant.service.chips import IntentChip, intent_chip, intent_chips
+from assistant.service.chips import IntentChip, intent_chip, intent_chips, sentence_label
 from assistant.service.engine import (
+    IMPORTED_STAGE,
     IndexStatus,
     LibraryMissingError,
     Service,
     ServiceSettings,
+    import_summary,
     open_library,
     paper_bibtex,
     require_library,
@@ -55,6 +57,7 @@ from assistant.service.writing import (
 )
 
 __all__ = [
+    "IMPORTED_STAGE",
     "INDEX_KINDS",
     "MODES",
     "AppendResult",
@@ -88,6 +91,7 @@ __all__ = [
     "analyse_manuscript",
     "apply_bib_change",
     "detect_mode",
+    "import_summary",
     "intent_chip",
     "intent_chips",
     "open_library",
@@ -101,6 +105,7 @@ __all__ = [
     "read_manuscript",
     "require_library",
     "resolve_reranker",
+    "sentence_label",
     "strip_citation_markers",
     "textops",
     "write_pending_entries",

@@ -23,6 +23,11 @@ class IntentChip:
     why: str
 
     @property
+    def shown(self) -> bool:
+        """Worth a per-paper chip: the model is confident and the evidence is about this paper."""
+        return bool(self.label) and not self.uncertain
+
+    @property
     def text(self) -> str:
         if not self.label:
             return "intent n/a"
@@ -60,3 +65,16 @@ def intent_chips(items: list[Recommendation]) -> list[IntentChip]:
     dists = {tuple(round(v, 4) for v in (it.intent_probs or {}).values()) for it in items}
     shared = len(items) > 1 and len(dists) == 1 and bool(items[0].intent_probs)
     return [intent_chip(it, shared) for it in items]
+
+
+def sentence_label(items: list[Recommendation]) -> str:
+    """One label for the whole list (``"the sentence reads as: method 62%"``) when no card has a
+    per-paper chip of its own but the intent model said something about the sentence; else ""."""
+    chips = intent_chips(items)
+    if not items or any(c.shown for c in chips) or not items[0].intent:
+        return ""
+    probs = items[0].intent_probs or {}
+    if probs:
+        label, p = max(probs.items(), key=lambda kv: kv[1])
+        return f"the sentence reads as: {label} {p:.0%}"
+    return f"the sentence reads as: {items[0].intent}"

@@ -43,14 +43,26 @@ from assistant.library.importers import import_paths
 from assistant.library.models import ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
-from assistant.retrieval.index import IndexReport, build_index, load_index_encoder
+from assistant.retrieval.index import IndexPaths, IndexReport, build_index, load_index_encoder
 from assistant.retrieval.pipeline import PipelineConfig, RecommendationResult, Recommender
 from assistant.retrieval.query import Query, as_query
 from assistant.retrieval.ranker import resolve_ranker
 from assistant.retrieval.reranker_setting import resolve_reranker
 from assistant.retrieval.searcher import EmptyLibraryError
+from assistant.service.fallback import keyword_fallback
 
 log = logging.getLogger(__name__)
+
+#: The progress stage reported once an import has committed (the papers are readable now).
+IMPORTED_STAGE = "imported"
+
+
+def import_summary(report: ImportReport) -> str:
+    """One line: what an import did."""
+    return (
+        f"Imported: {report.added} added, {report.merged} merged, "
+        f"{report.unchanged} unchanged, {report.skipped} skipped."
+    )
 
 
 @dataclass
@@ -66,6 +78,9 @@ class ServiceSettings:
     use_intent: bool = True
     #: the user's own names ("Last, First"; Settings): the manuscript's authors when it names none
     authors: tuple[str, ...] = ()
+    #: papers per embedding batch when indexing (None: the indexer's default); Cancel takes
+    #: effect between batches, so the GUI uses small ones
+    index_batch_size: int | None = None
 
 
 @dataclass
@@ -186,13 +201,24 @@ class Service:
         query: Query | str,
         config: PipelineConfig | None = None,
         cancelled: CancelCheck | None = None,
+        *,
+        fallback: bool = False,
     ) -> RecommendationResult:
         """Run the pipeline on the last committed index (never builds one, never waits for a job).
-        A query naming no authors gets the user's own names from the settings."""
+        A query naming no authors gets the user's own names from the settings. With ``fallback``,
+        a library without any index yet gets keyword (BM25) matches with a notice instead of
+        ``IndexMissingError``."""
         query = as_query(query)
         if not query.authors and self.settings.authors:
             query = replace(query, authors=tuple(self.settings.authors))
+        if fallback and self._snapshot is None and not self.has_index():
+            return keyword_fallback(self.db_path, query, config or self.default_config())
         return self._current().recommender.recommend(query, config=config, cancelled=cancelled)
+
+    def has_index(self) -> bool:
+        """Whether an index has been committed next to the library (it may lag the library)."""
+        paths = IndexPaths(index_dir_for(self.db_path))
+        return bool(paths.read_meta()) and (paths.bm25 / "bm25.json").exists()
 
     @property
     def ready(self) -> bool:
@@ -294,6 +320,8 @@ class Service:
                 )
             encoder = self.load_encoder(progress)
             progress(ProgressEvent(0, None, "index", "Indexing the library…"))
+            if self.settings.index_batch_size:
+                options.setdefault("batch_size", self.settings.index_batch_size)
             report = build_index(library, encoder, progress, cancelled=cancelled, **options)
             self._embedded = report.total - report.missing
             if reload:
@@ -323,6 +351,9 @@ class Service:
             )
             if report.cancelled:
                 raise Cancelled("import cancelled: nothing was imported")
+            progress(
+                ProgressEvent(self.library.count(), None, IMPORTED_STAGE, import_summary(report))
+            )
             if index and self.library.count():
                 try:
                     self.build_index(progress, cancelled)
@@ -352,16 +383,26 @@ class Service:
         opts = options or EncoderOptions(max_minutes=15.0)
         device = (self.settings.device or "auto") if opts.device == "auto" else opts.device
         opts = replace(opts, device=device, reindex=True)  # the caller's options stay as they were
-        with self._job_lock:
-            if self.library.count() == 0:
-                raise EmptyLibraryError(f"the library {self.db_path} is empty: import papers first")
-            result = adapt_encoder(self.library, opts, progress=progress, cancelled=cancelled)
-            if result.stopped_reason == "cancelled":
-                raise Cancelled("adaptation cancelled: the current encoder stays in use")
-            self.settings.encoder = opts.name
-            with self._encoder_lock:
-                self._encoder = None  # the re-built index names the adapted encoder
-            return result, self.prepare(progress, cancelled)
+
+        def work():
+            with self._job_lock:
+                if self.library.count() == 0:
+                    raise EmptyLibraryError(
+                        f"the library {self.db_path} is empty: import papers first"
+                    )
+                result = adapt_encoder(self.library, opts, progress=progress, cancelled=cancelled)
+                if result.stopped_reason == "cancelled":
+                    raise Cancelled("adaptation cancelled: the current encoder stays in use")
+                self.settings.encoder = opts.name
+                with self._encoder_lock:
+                    self._encoder = None  # the re-built index names the adapted encoder
+                return result, self.prepare(progress, cancelled)
+
+        # a CPU training step takes seconds: the caller gets Cancelled at once, the step in
+        # progress ends on its own thread (holding the job lock until then) and saves nothing
+        return run_beside(
+            work, cancelled, "adaptation cancelled: the current encoder stays in use", "adapt"
+        )
 
     def train_reranker(
         self, options, progress: Progress = no_progress, cancelled: CancelCheck | None = None
@@ -381,6 +422,29 @@ class Service:
 
         with self._job_lock:
             return adapt_encoder(self.library, options, progress=progress, cancelled=cancelled)
+
+
+def run_beside(fn, cancelled: CancelCheck, message: str, name: str = "job"):
+    """``fn()`` on a thread of its own; returns its result, re-raises its error, or raises
+    ``Cancelled(message)`` within 0.1 s of ``cancelled()`` turning true (``fn`` then ends on its
+    thread: it must poll the same flag)."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+        if thread.is_alive() and cancelled():
+            raise Cancelled(message)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 def require_library(path: Path | str) -> Path:

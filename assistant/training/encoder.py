@@ -126,6 +126,10 @@ def graph_triplets(corpus: data.Corpus, opts: EncoderOptions, rng: random.Random
     return out
 
 
+#: pseudo-queries mined per prefilter call (Cancel is seen between chunks)
+MINE_CHUNK = 8
+
+
 def query_triplets(
     corpus: data.Corpus,
     n: int,
@@ -135,15 +139,16 @@ def query_triplets(
     progress: common.ProgressFn | None = None,
 ) -> list[dict]:
     """Pseudo-query triplets: query → its paper, hard negative from the prefilter's band.
-    ``progress(ProgressEvent)`` is called after every 256 queries."""
+    ``progress(ProgressEvent)`` is called after every ``MINE_CHUNK`` queries (a GUI's Cancel
+    raises from it, so a small chunk keeps Cancel quick)."""
     queries = [
         q for q in data.make_queries(corpus, n, rng, tuple(opts.query_mix)) if q.kind != "citation"
     ]
     candidates = data.prefilter_candidates(library, corpus)
     out: list[dict] = []
     lo, hi = 3, 30  # skip the very top (often true matches for short queries), sample below
-    for start in range(0, len(queries), 256):
-        chunk = queries[start : start + 256]
+    for start in range(0, len(queries), MINE_CHUNK):
+        chunk = queries[start : start + MINE_CHUNK]
         for q, cand in zip(chunk, candidates([q.text for q in chunk], hi + 1)):
             key = data.title_key(corpus.docs[q.positive].title)
             # the prefilter ranks the whole library: keep trainable papers only (never blacklisted
@@ -171,7 +176,7 @@ def query_triplets(
         if progress:
             progress(
                 ProgressEvent(
-                    min(start + 256, len(queries)),
+                    min(start + MINE_CHUNK, len(queries)),
                     len(queries),
                     "training",
                     "mining hard negatives",

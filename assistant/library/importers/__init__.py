@@ -7,6 +7,7 @@ calling process inside one transaction: an import is applied entirely or not at 
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import multiprocessing
 import os
@@ -201,10 +202,30 @@ def parse_file(job: tuple[str, str]) -> ParsedFile:
         return result
 
 
-def _parsed(jobs: list[tuple[str, str]], workers: int) -> Iterator[ParsedFile]:
+def _parsed(
+    jobs: list[tuple[str, str]], workers: int, cancelled: Callable[[], bool] | None = None
+) -> Iterator[ParsedFile]:
     if workers <= 1 or len(jobs) < 4:
-        for job in jobs:
-            yield parse_file(job)
+        if cancelled is None:
+            for job in jobs:
+                yield parse_file(job)
+            return
+        # a large file parses for seconds: parse beside, so Cancel is seen within 0.1 s (the
+        # abandoned parse finishes on its own thread and is dropped)
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="parse")
+        try:
+            for job in jobs:
+                future = pool.submit(parse_file, job)
+                while True:
+                    try:
+                        parsed = future.result(timeout=0.1)
+                        break
+                    except concurrent.futures.TimeoutError:
+                        if cancelled():
+                            raise ImportCancelled from None
+                yield parsed
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         return
     # fork is fast and works for any __main__; with other threads running (Qt, torch) fork
     # can deadlock, so spawn is used then (the GUI's __main__ is a real file, as spawn needs).
@@ -344,7 +365,7 @@ def import_paths(
         with library.transaction():
             tick("")
             with library.bulk_fts():  # FTS rows of new papers are written in bulk at the end
-                for parsed in _parsed(jobs, workers):
+                for parsed in _parsed(jobs, workers, cancelled):
                     _store(library, parsed, report, state, tick)
                     state["files"] += 1
                     state["bytes"] += sizes.get(parsed.path, 0)

@@ -37,6 +37,8 @@ MONTHS = {
         start=1,
     )
 }
+#: biblatex types BibTeX styles do not know (the URL stays in ``url``)
+_BIBTEX_TYPE = {"online": "misc", "electronic": "misc", "www": "misc"}
 _MAIN_FIELDS = {
     "title",
     "author",
@@ -46,6 +48,7 @@ _MAIN_FIELDS = {
     "keywords",
     "url",
     "journal",
+    "journaltitle",
     "booktitle",
     "crossref",
     "eprint",
@@ -228,12 +231,14 @@ def entry_to_paper(
     return Paper(
         title=clean_text(fields.get("title", "")),
         citekey=key,
-        entry_type=entry_type.lower(),
+        entry_type=_BIBTEX_TYPE.get(entry_type.lower(), entry_type.lower()),
         abstract=clean_text(fields.get("abstract", "")),
         authors=split_authors(fields.get("author", "")),
         editors=split_authors(fields.get("editor", "")),
         year=parse_year(fields.get("year") or date),
-        venue=clean_text(fields.get("journal") or fields.get("booktitle") or ""),
+        venue=clean_text(
+            fields.get("journal") or fields.get("journaltitle") or fields.get("booktitle") or ""
+        ),
         doi=normalize_doi(fields.get("doi")),
         arxiv_id=find_arxiv_id(
             fields.get("eprint") if fields.get("archiveprefix", "").lower() == "arxiv" else None,

@@ -33,7 +33,7 @@ TYPES = {
     "report": "techreport",
     "dataset": "dataset",
     "software": "software",
-    "webpage": "online",
+    "webpage": "misc",
     "manuscript": "unpublished",
 }
 _EXTRA = {
@@ -148,7 +148,9 @@ def csl_to_paper(item: dict, raw: str, source: str, notes: list[str] | None = No
     number = f.text("number")
     paper = Paper(
         title=clean_text(f.text("title")),
-        citekey=(f.text("citation-key") or f.text("id")).strip() or None,
+        # a CSL ``id`` is an opaque identifier (Zotero: "http://zotero.org/…/items/ABCD", "item-3"):
+        # the key comes from ``citation-key`` only, else from the library's citekey pattern
+        citekey=f.text("citation-key").strip() or None,
         entry_type=TYPES.get(f.text("type"), "misc"),
         abstract=clean_text(f.text("abstract")),
         authors=f.names("author"),

@@ -37,7 +37,7 @@ TYPES = {
     "UNPB": "unpublished",
     "DATA": "dataset",
     "COMP": "software",
-    "ELEC": "online",
+    "ELEC": "misc",
     "GEN": "misc",
 }
 _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9])  -( |$)")
@@ -131,6 +131,9 @@ def ris_to_paper(entry: dict, raw: str, source: str) -> Paper:
         value = entry.get(key)
         if value:
             extra[name] = clean_text(" ".join(value) if isinstance(value, list) else str(value))
+    entry_type = TYPES.get(entry.get("type_of_reference", "GEN"), "misc")
+    if entry_type in ("book", "inbook") and "issn" in extra:  # SN on a book is its ISBN
+        extra["isbn"] = extra.pop("issn")
     if entry.get("start_page"):
         extra["pages"] = entry["start_page"] + (
             f"–{entry['end_page']}" if entry.get("end_page") else ""
@@ -142,7 +145,7 @@ def ris_to_paper(entry: dict, raw: str, source: str) -> Paper:
         title=clean_text(title),
         citekey=str(entry.get("id") or "").strip()
         or None,  # our RIS export writes the citekey as ID
-        entry_type=TYPES.get(entry.get("type_of_reference", "GEN"), "misc"),
+        entry_type=entry_type,
         abstract=clean_text(entry.get("abstract") or entry.get("notes_abstract") or ""),
         authors=authors,
         editors=[format_name(clean_text(a)) for a in entry.get("secondary_authors") or []],

@@ -1,0 +1,272 @@
+"""Curation dialogs of the library panel: merge with a field-by-field choice, citation keys
+(pattern, pin, regenerate) and tags. Every change goes through the service's LibraryManager."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.errors import AssistantError
+from assistant.gui.paper_editor import _LINES, _text_of
+
+#: the fields a merge lets the user choose (the key is the kept paper's; old keys stay aliases)
+MERGE_FIELDS = (
+    ("title", "Title"),
+    ("authors", "Authors"),
+    ("year", "Year"),
+    ("entry_type", "Type"),
+    ("venue", "Venue"),
+    ("doi", "DOI"),
+    ("url", "URL"),
+    ("pdf_path", "PDF"),
+    ("abstract", "Abstract"),
+)
+
+
+def _short(text: str, n: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+class MergeDialog(QDialog):
+    """Confirm a merge of ``ids`` into ``keep_id`` and choose, per differing field, whose value
+    the merged paper keeps."""
+
+    def __init__(self, manager, keep_id: int, ids: list[int], parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("mergeDialog")
+        self.setWindowTitle("Merge duplicates")
+        self.manager, self.keep_id = manager, keep_id
+        self.others = [i for i in ids if i != keep_id]
+        papers = {p.id: p for p in manager.lib.get_many(ids)}
+        self.papers = [papers[keep_id]] + [papers[i] for i in self.others if i in papers]
+        layout = QVBoxLayout(self)
+        keys = ", ".join(p.citekey for p in self.papers[1:])
+        intro = QLabel(
+            f"Merge {len(self.papers)} records into <b>{self.papers[0].citekey}</b>? "
+            f"{keys} become aliases of it (old \\cite keys keep resolving); every original record "
+            "is kept. Choose the value to keep where they differ:"
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        form_page = QWidget()
+        form = QFormLayout(form_page)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        self.choices: dict[str, QComboBox] = {}
+        for key, label in MERGE_FIELDS:
+            values = []
+            for p in self.papers:
+                text = _text_of(p, key).strip()
+                if text and text not in [v for _k, v in values]:
+                    values.append((p.citekey, text))
+            if len(values) < 2:
+                continue
+            box = QComboBox()
+            box.setObjectName(f"choose_{key}")
+            box.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            box.setMinimumContentsLength(30)
+            for citekey, text in values:
+                box.addItem(f"{citekey}: {_short(text)}", text)
+                box.setItemData(box.count() - 1, text, Qt.ItemDataRole.ToolTipRole)
+            self.choices[key] = box
+            form.addRow(label, box)
+        if not self.choices:
+            form.addRow(QLabel("The records agree on every field."))
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form_page)
+        layout.addWidget(scroll, 1)
+        self.error_label = QLabel("")
+        self.error_label.setStyleSheet("color:#b00020")
+        self.error_label.setWordWrap(True)
+        layout.addWidget(self.error_label)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Merge")
+        buttons.accepted.connect(self.merge)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self.resize(760, 420)
+
+    def chosen(self) -> dict:
+        """Field -> the chosen value (authors as a list of names)."""
+        out = {}
+        for key, box in self.choices.items():
+            text = box.currentData()
+            out[key] = [n for n in text.splitlines() if n.strip()] if key in _LINES else text
+        return out
+
+    def merge(self) -> bool:
+        """Merge, then store the chosen values on the kept paper."""
+        try:
+            merged = self.manager.merge(self.keep_id, self.others)
+            changes = {
+                k: v
+                for k, v in self.chosen().items()
+                if (v if k in _LINES else str(v)) != _cur(merged, k)
+            }
+            if changes:
+                self.manager.edit(self.keep_id, changes)
+        except (AssistantError, ValueError) as exc:
+            self.error_label.setText(f"⚠ {exc}")
+            return False
+        self.accept()
+        return True
+
+
+def _cur(paper, key: str):
+    return list(getattr(paper, key)) if key in _LINES else _text_of(paper, key)
+
+
+class CitekeyDialog(QDialog):
+    """Library ▸ Citation keys: the key pattern, and regenerating the keys that are not pinned."""
+
+    def __init__(self, manager, selected: list[int], parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("citekeyDialog")
+        self.setWindowTitle("Citation keys")
+        self.manager, self.selected = manager, list(selected)
+        layout = QVBoxLayout(self)
+        info = QLabel(
+            "New papers get keys from this pattern, e.g. <code>[auth:lower][year][shorttitle:1:lower]</code> "
+            "(the default) or <code>[auth]_[year]</code>. Regenerating changes the keys of papers that are "
+            "not pinned (a key you edit by hand is pinned); old keys stay aliases, so existing "
+            "\\cite commands keep resolving."
+        )
+        info.setWordWrap(True)
+        layout.addWidget(info)
+        row = QHBoxLayout()
+        self.pattern_edit = QLineEdit(manager.citekey_pattern())
+        self.pattern_edit.setObjectName("citekeyPattern")
+        row.addWidget(QLabel("Pattern"))
+        row.addWidget(self.pattern_edit, 1)
+        save = QPushButton("Set pattern")
+        save.clicked.connect(self.set_pattern)
+        row.addWidget(save)
+        layout.addLayout(row)
+        regen = QHBoxLayout()
+        self.regen_selected = QPushButton(f"Regenerate the {len(self.selected)} selected")
+        self.regen_selected.setEnabled(bool(self.selected))
+        self.regen_selected.clicked.connect(lambda: self.regenerate(self.selected))
+        self.regen_all = QPushButton("Regenerate all unpinned keys")
+        self.regen_all.clicked.connect(lambda: self.regenerate(None))
+        regen.addWidget(self.regen_selected)
+        regen.addWidget(self.regen_all)
+        regen.addStretch(1)
+        layout.addLayout(regen)
+        self.result_label = QLabel("")
+        self.result_label.setObjectName("citekeyResult")
+        self.result_label.setWordWrap(True)
+        layout.addWidget(self.result_label, 1)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        close.rejected.connect(self.accept)
+        layout.addWidget(close)
+        self.changed = 0
+        self.resize(620, 300)
+
+    def set_pattern(self) -> bool:
+        try:
+            self.manager.set_citekey_pattern(self.pattern_edit.text().strip() or None)
+        except (AssistantError, ValueError) as exc:
+            self.result_label.setText(f"⚠ {exc}")
+            return False
+        self.result_label.setText(f"Pattern set: {self.manager.citekey_pattern()}")
+        return True
+
+    def regenerate(self, ids) -> list[tuple[str, str]]:
+        if not self.set_pattern():
+            return []
+        try:
+            renamed = self.manager.regenerate_citekeys(ids)
+        except (AssistantError, ValueError) as exc:
+            self.result_label.setText(f"⚠ {exc}")
+            return []
+        self.changed += len(renamed)
+        shown = "; ".join(f"{a} → {b}" for a, b in renamed[:8])
+        more = f" (+{len(renamed) - 8} more)" if len(renamed) > 8 else ""
+        self.result_label.setText(f"{len(renamed)} key(s) changed. {shown}{more}")
+        return renamed
+
+
+class CurationActions:
+    """The library panel's tag and citation-key actions (mixed into ``LibraryPanel``; they use
+    its ``manager``, ``library``, ``selected_ids``, ``_run`` and ``_after_change``)."""
+
+    def _curation_actions(self, menu: QMenu, ids: list[int]) -> None:
+        """Tags, key pinning and regeneration for the selected papers."""
+        if self.manager is None:
+            return
+        menu.addAction("Add a tag…", self.add_tag_to_selected)
+        tags = sorted({t for pid in ids[:50] for t in self.manager.details(pid).tags})
+        if tags:
+            sub = menu.addMenu("Remove a tag")
+            for tag in tags:
+                sub.addAction(tag, lambda t=tag: self.remove_tag_from_selected(t))
+        first = self.library.get(ids[0])
+        if first is not None:
+            label = "Unpin the key" if first.pinned else "Pin the key (never regenerated)"
+            menu.addAction(label, lambda: self.set_pinned_selected(not first.pinned))
+        menu.addAction("Regenerate the key(s)", lambda: self.regenerate_keys(ids))
+
+    def add_tag_to_selected(self, tag: str | None = None) -> int:
+        ids = self.selected_ids()
+        tag = tag or self.ask_text("Add a tag", "Tag:")
+        if not tag or not ids or self.manager is None:
+            return 0
+        for pid in ids:
+            self._run(self.manager.add_tags, pid, [tag])
+        self._after_change(keep_order=True)
+        self._fill_sidebar()
+        self.count_label.setText(f"Tagged {len(ids)} paper(s) “{tag}”")
+        return len(ids)
+
+    def remove_tag_from_selected(self, tag: str) -> int:
+        ids = self.selected_ids()
+        if not ids or self.manager is None:
+            return 0
+        for pid in ids:
+            self._run(self.manager.remove_tags, pid, [tag])
+        self._after_change(keep_order=True)
+        self._fill_sidebar()
+        return len(ids)
+
+    def set_pinned_selected(self, pinned: bool) -> int:
+        ids = self.selected_ids()
+        for pid in ids:
+            self._run(self.manager.set_pinned, pid, pinned)
+        self._after_change(keep_order=True)
+        self.count_label.setText(f"{'Pinned' if pinned else 'Unpinned'} {len(ids)} key(s)")
+        return len(ids)
+
+    def regenerate_keys(self, ids: list[int] | None) -> list:
+        renamed = self._run(self.manager.regenerate_citekeys, ids) or []
+        self._after_change(keep_order=True)
+        self.count_label.setText(
+            f"{len(renamed)} key(s) regenerated (old keys stay aliases; pinned keys unchanged)"
+        )
+        return renamed
+
+    def citekey_dialog(self):
+        if self.manager is None:
+            return None
+        dialog = CitekeyDialog(self.manager, self.selected_ids(), self)
+        dialog.finished.connect(lambda _r: self._after_change() if dialog.changed else None)
+        dialog.open()
+        self.last_dialog = dialog
+        return dialog

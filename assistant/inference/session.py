@@ -8,13 +8,21 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from assistant.inference.fp16 import fp16_file
 from assistant.inference.registry import (
     ModelManifest,
     load_tokenizer,
     resolve_model_dir,
     verify_file,
 )
-from assistant.inference.runtime import RuntimeInfo, create_session, fp16_variant, resolve_device
+from assistant.inference.runtime import (
+    INT8_FILE,
+    ModelLoadError,
+    RuntimeInfo,
+    create_session,
+    resolve_device,
+)
+from assistant.inference.shared_weights import external_initializers
 from assistant.progress import Progress, ProgressEvent
 
 log = logging.getLogger(__name__)
@@ -24,26 +32,45 @@ PRECISIONS = ("auto", "fp32", "int8", "fp16")
 
 
 def choose_file(manifest: ModelManifest, device: str, precision: str) -> tuple[str, str, list[str]]:
-    """(path, device, notes): int8 on CPU, fp16 on CUDA by default; fall back with a note."""
+    """(path, device, notes): int8 on CPU, fp16 on CUDA by default; fall back with a note.
+
+    int8 never runs on CUDA (onnxruntime's CUDA provider runs it at CPU speed): there the
+    fp16 file is used, made from the fp32 file or, for int8-only models, the dequantized int8.
+    """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}: expected one of {PRECISIONS}")
     used, notes = resolve_device(device)
     if precision == "auto":
         precision = "fp16" if used == "cuda" else ("int8" if manifest.has("int8") else "fp32")
+    if used == "cuda" and precision == "int8":
+        notes.append("int8 is not run on CUDA (no faster than the CPU there); using fp16")
+        precision = "fp16"
     if precision == "int8" and not manifest.has("int8"):
         notes.append(f"{manifest.name} has no int8 file; using fp32")
         precision = "fp32"
-    if precision in ("fp32", "fp16") and not manifest.has("fp32") and manifest.has("int8"):
-        notes.append(f"{manifest.name} ships only an int8 file; using int8")
-        precision = "int8"
     if precision == "fp16" and used != "cuda":
         notes.append("fp16 needs CUDA; using fp32 on CPU")
         precision = "fp32"
-    path = verify_file(manifest, "int8" if precision == "int8" else "fp32")
+    if precision == "fp32" and not manifest.has("fp32") and manifest.has("int8"):
+        if used == "cuda":
+            notes.append(f"{manifest.name} ships only an int8 file; using fp16 made from it")
+            precision = "fp16"
+        else:
+            notes.append(f"{manifest.name} ships only an int8 file; using int8")
+            precision = "int8"
     if precision == "fp16":
-        path, note = fp16_variant(path)
+        try:
+            path, note = fp16_file(manifest)
+        except ModelLoadError as exc:
+            if manifest.has("fp32"):
+                notes.append(f"fp16 conversion failed ({exc}); running fp32 on CUDA")
+                return str(verify_file(manifest, "fp32")), "cuda", notes
+            notes.append(f"fp16 conversion failed ({exc}); running int8 on the CPU")
+            return str(verify_file(manifest, "int8")), "cpu", notes
         if note:
             notes.append(note)
+        return str(path), "cuda", notes
+    path = verify_file(manifest, precision)
     return str(path), ("cuda" if used == "cuda" else "cpu"), notes
 
 
@@ -68,7 +95,8 @@ class OnnxTextModel:
             )
         self.max_length = int(min(max_length or self.manifest.max_length, self.manifest.max_length))
         path, used, notes = choose_file(self.manifest, device, precision)
-        self.session, info = create_session(path, used, threads)
+        external = external_initializers(self.manifest.raw) if path.endswith(INT8_FILE) else None
+        self.session, info = create_session(path, used, threads, external=external)
         info.notes = notes + info.notes
         self.info: RuntimeInfo = info
         self.input_names = [i.name for i in self.session.get_inputs()]

@@ -142,8 +142,8 @@ def create_session(
     opts.log_severity_level = 3
     if optimized_model_path:
         opts.optimized_model_filepath = str(optimized_model_path)
-    if external:
-        opts.add_external_initializers(list(external), [_ort_value(a) for a in external.values()])
+    for name, array in (external or {}).items():
+        opts.add_initializer(name, _ort_value(array))  # used in place: not copied per session
     disabled: list[str] = []
     profile_dir = None
     if used == "cuda":

@@ -16,7 +16,7 @@ from assistant.inference.registry import (
     verify_file,
 )
 from assistant.inference.runtime import (
-    INT8_FILE,
+    FP16_FILE,
     ModelLoadError,
     RuntimeInfo,
     create_session,
@@ -95,7 +95,8 @@ class OnnxTextModel:
             )
         self.max_length = int(min(max_length or self.manifest.max_length, self.manifest.max_length))
         path, used, notes = choose_file(self.manifest, device, precision)
-        external = external_initializers(self.manifest.raw) if path.endswith(INT8_FILE) else None
+        # the fp16 file (made here) holds its own fp16 copy of any borrowed table
+        external = None if path.endswith(FP16_FILE) else external_initializers(self.manifest.raw)
         self.session, info = create_session(path, used, threads, external=external)
         info.notes = notes + info.notes
         self.info: RuntimeInfo = info

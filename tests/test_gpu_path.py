@@ -175,3 +175,44 @@ def _tiny_fp16():
     path = Path(tempfile.mkdtemp()) / "tiny.onnx"
     onnx.save(model, str(path))
     return path
+
+
+def test_cuda_problems_say_what_is_missing_one_line_each(monkeypatch):
+    monkeypatch.setattr(runtime, "available_providers", lambda: [runtime.CPU])
+    versions = {"onnxruntime": "1.32.0", "onnxruntime-gpu": None}
+    monkeypatch.setattr(runtime, "_distribution", lambda name: versions[name])
+    monkeypatch.setattr(runtime, "_loadable", lambda *names: None)
+    problems = runtime.cuda_problems()
+    assert problems[0].startswith("onnxruntime-gpu is not installed (the CPU build onnxruntime")
+    assert any(p.startswith("no NVIDIA driver found") for p in problems)
+    assert any(p.startswith("no CUDA runtime") for p in problems)
+    assert any(p.startswith("no cuDNN 9") for p in problems)
+    assert all("\n" not in p for p in problems)
+    versions.update({"onnxruntime-gpu": "1.31.1"})  # both builds: they share one module
+    assert "both onnxruntime 1.32.0 and onnxruntime-gpu 1.31.1" in runtime.cuda_problems()[0]
+    monkeypatch.setattr(runtime, "available_providers", lambda: [runtime.CUDA, runtime.CPU])
+    assert runtime.cuda_problems() == []
+
+
+def test_models_info_on_cuda_without_a_gpu_explains_and_lists_each_models_device(minilm_dir):
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+
+    if runtime.CUDA in runtime.available_providers():
+        pytest.skip("this machine has the CUDA provider")
+    result = CliRunner().invoke(main, ["models", "info", "--device", "cuda"])
+    assert result.exit_code == 0, result.output
+    assert "device: cpu" in result.output and "CUDA unavailable: " in result.output
+    result = CliRunner().invoke(main, ["models", "info", "--all", "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    rows = json.loads(result.output[result.output.index("{") :])["models"]
+    assert [r["role"] for r in rows] == ["encoder", "reranker", "intent"]
+    assert all(r["device"] == "cpu" and r["precision"] == "int8" for r in rows)
+
+    from assistant.service.models import loaded_model_runtimes
+
+    loaded = {r["name"]: r["device"] for r in loaded_model_runtimes()}
+    assert {"minilm", "reranker-minilm", "intent-minilm"} <= set(loaded)

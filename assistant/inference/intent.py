@@ -97,7 +97,7 @@ class IntentClassifier:
     """Batch citation-intent classifier over an ONNX model folder (calibrated probabilities)."""
 
     def __init__(
-        self, model: str | Path | None = None, device: str = "cpu", precision: str = "auto"
+        self, model: str | Path | None = None, device: str = "auto", precision: str = "auto"
     ):
         from assistant.inference.classifier import load_classifier
 

@@ -257,3 +257,78 @@ def fallback_note(nodes: dict[str, dict[str, int]], wanted: str) -> str | None:
     ops = sorted({op for per in elsewhere.values() for op in per})
     where = ", ".join(p.replace("ExecutionProvider", "") for p in sorted(elsewhere))
     return f"{count} of {total} nodes run on {where}, not {wanted.replace('ExecutionProvider', '')} ({', '.join(ops)})"
+
+
+def _distribution(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _loadable(*names: str) -> str | None:
+    """The first shared library of ``names`` the dynamic loader can open (None if none)."""
+    import ctypes
+
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return name
+        except OSError:
+            continue
+    return None
+
+
+def cuda_problems() -> list[str]:
+    """Why the CUDA provider cannot start here, one line each (empty when it is available).
+
+    Checks, in order: the onnxruntime build (onnxruntime-gpu), the NVIDIA driver (libcuda),
+    and the CUDA/cuDNN runtime libraries onnxruntime-gpu loads (CUDA 12 or 13, cuDNN 9).
+    """
+    if CUDA in available_providers():
+        return []
+    problems = []
+    gpu = _distribution("onnxruntime-gpu")
+    cpu = _distribution("onnxruntime")
+    if gpu is None:
+        problems.append(
+            "onnxruntime-gpu is not installed"
+            + (f" (the CPU build onnxruntime {cpu} is)" if cpu else "")
+            + ": pip uninstall onnxruntime && pip install 'cite-assist[gpu]'"
+        )
+    elif cpu is not None:
+        problems.append(
+            f"both onnxruntime {cpu} and onnxruntime-gpu {gpu} are installed and share one "
+            "module: pip uninstall onnxruntime onnxruntime-gpu && pip install 'cite-assist[gpu]'"
+        )
+    if _loadable("libcuda.so.1", "nvcuda.dll") is None:
+        problems.append(
+            "no NVIDIA driver found (libcuda.so.1 cannot be loaded): install the NVIDIA driver"
+        )
+    if gpu is not None:
+        try:  # onnxruntime-gpu >= 1.21 can load the CUDA/cuDNN wheels of its [cuda,cudnn] extras
+            ort.preload_dlls()
+        except Exception as exc:
+            log.debug("preload_dlls: %s", exc)
+    if (
+        _loadable("libcudart.so.13", "libcudart.so.12", "cudart64_13.dll", "cudart64_12.dll")
+        is None
+    ):
+        problems.append(
+            "no CUDA runtime (libcudart.so.12/13) found: pip install 'cite-assist[gpu]' brings "
+            "the CUDA wheels (onnxruntime-gpu[cuda,cudnn]), or install the CUDA toolkit"
+        )
+    if _loadable("libcudnn.so.9", "cudnn64_9.dll") is None:
+        problems.append(
+            "no cuDNN 9 (libcudnn.so.9) found: pip install 'cite-assist[gpu]' brings it "
+            "(onnxruntime-gpu[cuda,cudnn])"
+        )
+    if not problems:
+        problems.append(
+            "CUDAExecutionProvider is not available although onnxruntime-gpu, the driver and the "
+            "CUDA libraries were found: check that their CUDA versions match (onnxruntime-gpu's "
+            "release notes)"
+        )
+    return problems

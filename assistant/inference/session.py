@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -108,11 +111,19 @@ class OnnxTextModel:
     def name(self) -> str:
         return self.manifest.name
 
+    @property
+    def default_batch_size(self) -> int:
+        """Rows per ``session.run``: large on CUDA (the GPU idles on small batches), 32 on CPU."""
+        return CUDA_BATCH if self.info.device == "cuda" else CPU_BATCH
+
     def _tokenize(self, items: Sequence) -> list:
-        return self.tokenizer.encode_batch(list(items))
+        with tokenizer_parallelism(len(items)):
+            return self.tokenizer.encode_batch(list(items))
 
     def _feed(self, encodings: list) -> dict[str, np.ndarray]:
         width = max(1, max(len(e.ids) for e in encodings))
+        if self.info.device == "cuda":  # few distinct shapes: the CUDA provider plans per shape
+            width = -(-width // CUDA_PAD) * CUDA_PAD
         n = len(encodings)
         ids = np.full((n, width), self.pad_id, dtype=np.int64)
         mask = np.zeros((n, width), dtype=np.int64)
@@ -125,20 +136,47 @@ class OnnxTextModel:
         arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return {name: arrays[name] for name in self.input_names}
 
-    def _run(self, items: Sequence, batch_size: int, progress: ProgressFn | None) -> np.ndarray:
-        """Run all items longest-first in padded batches; rows come back in input order."""
+    def _prepare(self, items: Sequence, batch_size: int) -> list[tuple[np.ndarray, dict]]:
+        """Tokenise ``items`` and cut them into length-sorted padded feeds (row indices kept)."""
         encodings = self._tokenize(items)
-        total = len(encodings)
+        return [(idx, self._feed(batch)) for idx, batch in self._batches(encodings, batch_size)]
+
+    def _run(
+        self, items: Sequence, batch_size: int | None, progress: ProgressFn | None
+    ) -> np.ndarray:
+        """Run all items longest-first in padded batches; rows come back in input order.
+
+        On CPU all items are tokenised, sorted by length and batched at once (the int8 scores
+        depend on the batch, so this order is kept exactly). On CUDA the items go in windows of
+        ``WINDOW_BATCHES`` batches and a thread tokenises and pads the next window while the
+        GPU runs the current one.
+        """
+        size = max(1, int(batch_size or self.default_batch_size))
+        total = len(items)
+        step = total if self.info.device != "cuda" else size * WINDOW_BATCHES
+        starts = list(range(0, total, max(1, step)))
         out: np.ndarray | None = None
         done = 0
-        for idx, batch in self._batches(encodings, max(1, int(batch_size))):
-            result = self.session.run(None, self._feed(batch))[0]
-            if out is None:
-                out = np.empty((total, *result.shape[1:]), dtype=np.float32)
-            out[idx] = result
-            done += len(idx)
-            if progress is not None:
-                progress(ProgressEvent(done, total, "encode", f"encoded {done}/{total}"))
+        pool = ThreadPoolExecutor(1, "tokenize") if len(starts) > 1 else None
+        try:
+            ahead = None
+            for k, start in enumerate(starts):
+                window = items[start : start + step]
+                feeds = ahead.result() if ahead is not None else self._prepare(window, size)
+                if pool is not None and k + 1 < len(starts):
+                    nxt = items[starts[k + 1] : starts[k + 1] + step]
+                    ahead = pool.submit(self._prepare, nxt, size)
+                for idx, feed in feeds:
+                    result = self.session.run(None, feed)[0]
+                    if out is None:
+                        out = np.empty((total, *result.shape[1:]), dtype=np.float32)
+                    out[start + idx] = result
+                    done += len(idx)
+                    if progress is not None:
+                        progress(ProgressEvent(done, total, "encode", f"encoded {done}/{total}"))
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         if out is None:
             width = self.session.get_outputs()[0].shape[1]
             out = np.zeros((0, width if isinstance(width, int) else 0), dtype=np.float32)
@@ -150,6 +188,48 @@ class OnnxTextModel:
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             yield idx, [encodings[i] for i in idx]
+
+
+#: rows per batch by device (``batch_size=None``); CUDA pads widths to a multiple of CUDA_PAD
+CPU_BATCH, CUDA_BATCH, CUDA_PAD = 32, 256, 16
+#: CUDA: batches per tokenisation window (the next window is prepared in a thread)
+WINDOW_BATCHES = 8
+#: inputs from which bulk work tokenises on all cores (when allowed, see below)
+PARALLEL_MIN_ITEMS = 256
+_PARALLEL_ALLOWED = False
+
+
+def allow_parallel_tokenization(allowed: bool = True) -> None:
+    """Let bulk calls (index, training, evaluation, benchmarks) tokenise on all cores.
+
+    Off by default: the GUI and the language server tokenise on one thread and keep the other
+    cores for the user; the CLI turns it on for its bulk commands.
+    ``TOKENIZERS_PARALLELISM`` (set to false at import) is switched on per bulk call only.
+    """
+    global _PARALLEL_ALLOWED
+    _PARALLEL_ALLOWED = bool(allowed)
+
+
+@contextlib.contextmanager
+def tokenizer_parallelism(n_items: int) -> Iterator[None]:
+    """``tokenizers`` reads ``TOKENIZERS_PARALLELISM`` at each call: on for big allowed batches."""
+    if not _PARALLEL_ALLOWED or n_items < PARALLEL_MIN_ITEMS:
+        yield
+        return
+    with _ENV_LOCK:
+        previous = os.environ.get(_ENV)
+        os.environ[_ENV] = "true"
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop(_ENV, None)
+            else:
+                os.environ[_ENV] = previous
+
+
+_ENV = "TOKENIZERS_PARALLELISM"
+_ENV_LOCK = threading.Lock()
 
 
 def clean_texts(texts: Sequence[str] | str) -> list[str]:

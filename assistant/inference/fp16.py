@@ -97,8 +97,13 @@ def _topological(nodes: list, graph) -> list:
 
 def to_fp16(model, blocked_ops: list[str] | None = None):
     """An fp16 copy of an fp32 ``ModelProto`` (fp32 inputs/outputs kept), repaired and valid."""
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-    from onnxruntime.transformers.float16 import convert_float_to_float16
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+    except ImportError as exc:  # sympy: the `symbolic` extra of onnxruntime(-gpu)
+        raise ModelLoadError(
+            f"the fp16 conversion needs {exc.name or exc}: pip install 'cite-assist[gpu]'"
+        ) from exc
 
     # the converter casts around blocked ops only where it knows a tensor's type; onnx's own
     # inference stops at onnxruntime's fused ops (Attention, SkipLayerNormalization, ...)

@@ -216,3 +216,11 @@ def test_models_info_on_cuda_without_a_gpu_explains_and_lists_each_models_device
 
     loaded = {r["name"]: r["device"] for r in loaded_model_runtimes()}
     assert {"minilm", "reranker-minilm", "intent-minilm"} <= set(loaded)
+
+
+def test_assistant_device_steers_every_auto_load(monkeypatch):
+    monkeypatch.setattr(runtime, "available_providers", lambda: [runtime.CUDA, runtime.CPU])
+    assert runtime.resolve_device("auto") == ("cuda", [])
+    monkeypatch.setenv("ASSISTANT_DEVICE", "cpu")
+    assert runtime.resolve_device("auto") == ("cpu", [])
+    assert runtime.resolve_device("cuda") == ("cuda", [])  # an explicit device wins

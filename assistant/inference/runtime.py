@@ -72,8 +72,13 @@ def default_threads() -> int:
 
 
 def resolve_device(device: str = "auto") -> tuple[str, list[str]]:
-    """Map ``auto|cpu|cuda`` to the device actually used and any fallback notes."""
+    """Map ``auto|cpu|cuda`` to the device actually used and any fallback notes.
+
+    ``auto`` follows ``$ASSISTANT_DEVICE`` when set (``cpu`` or ``cuda``: one switch for every
+    model of a process, e.g. ``assistant bench query --device``)."""
     device = (device or "auto").lower()
+    if device == "auto":
+        device = (os.environ.get("ASSISTANT_DEVICE") or "auto").lower()
     if device not in ("auto", "cpu", "cuda", "gpu"):
         raise ValueError(f"unknown device {device!r}: expected auto, cpu or cuda")
     if device == "cpu":

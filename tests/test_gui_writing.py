@@ -269,6 +269,15 @@ def test_help_and_edit_menus(window):
 
     about = about_text(window)
     assert __version__ in about and "Encoder" in about and "Device" in about
+    from assistant.inference.runtime import _LOADED, RuntimeInfo
+
+    _LOADED["/m/reranker-minilm/model.fp16.onnx"] = RuntimeInfo(
+        "cuda", "CUDAExecutionProvider", "fp16", 0, notes=["2 of 90 nodes run on CPU"]
+    )
+    try:  # each loaded model says the device it really uses, and its CPU fallbacks
+        assert "reranker-minilm: CUDA fp16 — 2 of 90 nodes run on CPU" in about_text(window)
+    finally:
+        _LOADED.pop("/m/reranker-minilm/model.fp16.onnx")
     box = show_shortcuts(window)
     assert "Ctrl+Shift+R" in box.text()
     box.close()

@@ -89,6 +89,10 @@ class RootGroup(LazyGroup):
         logging.getLogger("assistant.cli").debug("traceback", exc_info=True)
 
 
+#: commands whose model calls are bulk work: tokenisation may use every core
+BULK_COMMANDS = {"index", "train", "eval", "bench"}
+
+
 @click.group(
     cls=RootGroup,
     lazy_subcommands={
@@ -120,6 +124,10 @@ def main(ctx: click.Context, db_path: str | None, verbose: bool) -> None:
     configure_logging(verbose, logging.INFO)
     ctx.ensure_object(dict)
     ctx.obj["db_path"] = db_path
+    if ctx.invoked_subcommand in BULK_COMMANDS:  # the GUI and `lsp` tokenise on one thread
+        from assistant.inference.session import allow_parallel_tokenization
+
+        allow_parallel_tokenization()
 
 
 @click.group(

@@ -154,13 +154,22 @@ def bench_encode(
     help="Papers embedded to measure indexing throughput.",
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="Where every model runs (encoder, reranker, intent): cuda = the GPU mode (fp16).",
+)
 @click.pass_context
 def bench_query(
-    ctx, db, papers_dir, sizes, n_queries, reranker, candidates, ranker, embed_docs, as_json
+    ctx, db, papers_dir, sizes, n_queries, reranker, candidates, ranker, embed_docs, as_json, device
 ):
     """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
     from assistant.cli import resolve_db_path
 
+    if device != "auto":
+        os.environ["ASSISTANT_DEVICE"] = device  # read by every model load of this process
     papers = Path(papers_dir) if papers_dir else _default_papers()
     out = run_query_bench(
         resolve_db_path(ctx, db),
@@ -172,4 +181,11 @@ def bench_query(
         ranker,
         embed_docs,
     )
+    from assistant.inference.runtime import cuda_problems
+    from assistant.service.models import loaded_model_runtimes
+
+    out["device"] = device
+    out["models"] = loaded_model_runtimes()  # the device each model really ran on
+    if device == "cuda":
+        out["cuda_problems"] = cuda_problems()
     click.echo(json.dumps(out, indent=2))

@@ -174,12 +174,26 @@ def _declared_pooling(src: Path) -> str | None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--yes", is_flag=True, help="Rebuild a corrupted buildable model without asking.")
-def info_cmd(name: str | None, device: str, precision: str, as_json: bool, yes: bool) -> None:
-    """Load a model (default: the minilm encoder) and report device, provider and precision."""
+@click.option(
+    "--all",
+    "all_models",
+    is_flag=True,
+    help="One line per model the product loads (encoder, reranker, intent): the device each uses.",
+)
+def info_cmd(
+    name: str | None, device: str, precision: str, as_json: bool, yes: bool, all_models: bool
+) -> None:
+    """Load a model (default: the minilm encoder) and report device, provider and precision.
+
+    With ``--device cuda`` on a machine where CUDA cannot start, says what is missing.
+    """
     from assistant.inference.registry import DEFAULT_ENCODER, ModelCorruptedError, ModelManifest
-    from assistant.inference.runtime import ModelLoadError, available_providers
+    from assistant.inference.runtime import ModelLoadError, available_providers, cuda_problems
     from assistant.inference.session import OnnxTextModel
 
+    if all_models:
+        _info_all(device, as_json)
+        return
     name = name or DEFAULT_ENCODER
     try:
         model = OnnxTextModel(name, device=device, precision=precision, progress=_progress)
@@ -209,6 +223,9 @@ def info_cmd(name: str | None, device: str, precision: str, as_json: bool, yes: 
         "notes": info.notes,
         "available_providers": available_providers(),
         "fused_ops": m.raw.get("fused_ops") or {},
+        "node_placement": info.nodes,
+        "shared_weights": sorted(m.raw.get("external_weights") or {}),
+        "cuda_problems": cuda_problems() if device == "cuda" and info.device != "cuda" else [],
     }
     if (
         m.name in BUILDERS
@@ -238,8 +255,34 @@ def info_cmd(name: str | None, device: str, precision: str, as_json: bool, yes: 
     if data["fused_ops"]:
         click.echo("  graph: " + ", ".join(f"{op} x{n}" for op, n in data["fused_ops"].items()))
     click.echo(f"  available providers: {', '.join(data['available_providers'])}")
+    if info.nodes:
+        click.echo(
+            "  nodes: "
+            + "; ".join(f"{p}: {sum(ops.values())}" for p, ops in sorted(info.nodes.items()))
+        )
     for note in data["notes"]:
         click.echo(f"  note: {note}")
+    for problem in data["cuda_problems"]:
+        click.echo(f"  CUDA unavailable: {problem}")
+
+
+def _info_all(device: str, as_json: bool) -> None:
+    """Load the product's models as a recommendation does; one line per model."""
+    from assistant.inference.runtime import cuda_problems
+    from assistant.service.models import model_runtimes
+
+    rows = model_runtimes(device)
+    problems = cuda_problems() if device == "cuda" else []
+    if as_json:
+        click.echo(json.dumps({"models": rows, "cuda_problems": problems}, indent=2))
+        return
+    for row in rows:
+        click.echo(
+            f"{row['role']:<9} {row['name']:<18} {row['device']:<5} {row['precision']:<5} "
+            f"{row['provider']}" + "".join(f"\n  note: {n}" for n in row["notes"])
+        )
+    for problem in problems:
+        click.echo(f"CUDA unavailable: {problem}")
 
 
 def _op_types(path: Path) -> set[str]:

@@ -74,7 +74,12 @@ class _Progress:
     default=None,
     help="Stop embedding after this many seconds and write a partial index (rerun to continue).",
 )
-@click.option("--batch-size", type=int, default=32, show_default=True)
+@click.option(
+    "--batch-size",
+    type=int,
+    default=None,
+    help="Texts per encoder call (default: 32 on CPU, 256 on CUDA).",
+)
 @click.option(
     "--rebuild", is_flag=True, help="Discard the existing index and embed everything again."
 )

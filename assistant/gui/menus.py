@@ -230,8 +230,25 @@ def about_text(window) -> str:
         f"Intent labels: <b>{'on' if s.use_intent else 'off'}</b><br>"
         f"Device: <b>{device}</b> (onnxruntime {onnxruntime.__version__}, providers "
         f"{', '.join(onnxruntime.get_available_providers())})<br>"
-        f"Library: {engine.db_path}</p>"
+        f"Library: {engine.db_path}</p>" + _model_devices_html()
     )
+
+
+def _model_devices_html() -> str:
+    """One line per loaded model: the device it really runs on (and any CPU fallback)."""
+    from html import escape
+
+    from assistant.service.models import loaded_model_runtimes
+
+    rows = loaded_model_runtimes()
+    if not rows:
+        return ""
+    lines = [
+        f"{escape(r['name'])}: {r['device'].upper()} {r['precision']}"
+        + "".join(f" — {escape(n)}" for n in r["notes"])
+        for r in rows
+    ]
+    return "<p>Models loaded:<br>" + "<br>".join(lines) + "</p>"
 
 
 def show_about(window) -> QMessageBox:

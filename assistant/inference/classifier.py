@@ -30,7 +30,10 @@ class SequenceClassifier(OnnxTextModel):
         return list(labels)
 
     def predict_logits(
-        self, texts: Sequence[str] | str, batch_size: int = 32, progress: ProgressFn | None = None
+        self,
+        texts: Sequence[str] | str,
+        batch_size: int | None = None,
+        progress: ProgressFn | None = None,
     ) -> np.ndarray:
         texts = clean_texts(texts)
         if not texts:
@@ -38,7 +41,10 @@ class SequenceClassifier(OnnxTextModel):
         return self._run(texts, batch_size, progress)
 
     def predict_proba(
-        self, texts: Sequence[str] | str, batch_size: int = 32, progress: ProgressFn | None = None
+        self,
+        texts: Sequence[str] | str,
+        batch_size: int | None = None,
+        progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """Class probabilities (softmax over the logits); texts are truncated to ``max_length``."""
         logits = self.predict_logits(texts, batch_size, progress)
@@ -46,7 +52,7 @@ class SequenceClassifier(OnnxTextModel):
             return logits
         return softmax(logits.astype(np.float64)).astype(np.float32)
 
-    def predict(self, texts: Sequence[str] | str, batch_size: int = 32) -> list[str]:
+    def predict(self, texts: Sequence[str] | str, batch_size: int | None = None) -> list[str]:
         """The most probable label per text."""
         proba = self.predict_proba(texts, batch_size)
         return [self.labels[i] for i in proba.argmax(axis=1)]

@@ -39,7 +39,7 @@ class CrossEncoder(OnnxTextModel):
         self,
         query: str,
         docs: Sequence[str],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """Score ``docs`` against ``query``; each pair is truncated to ``max_length`` tokens."""
@@ -50,7 +50,9 @@ class CrossEncoder(OnnxTextModel):
         logits = self._run(pairs, batch_size, progress)
         return logits_to_scores(logits, self.manifest.raw.get("score")).astype(np.float32)
 
-    def score_pairs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
+    def score_pairs(
+        self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None
+    ) -> np.ndarray:
         """Score arbitrary (query, doc) pairs."""
         if not pairs:
             return np.zeros(0, dtype=np.float32)

@@ -30,9 +30,13 @@ class Encoder(OnnxTextModel):
         return f"{self.name}:{self.info.precision}:{digest}:L{self.max_length}"
 
     def encode(
-        self, texts: Sequence[str] | str, batch_size: int = 32, progress: ProgressFn | None = None
+        self,
+        texts: Sequence[str] | str,
+        batch_size: int | None = None,
+        progress: ProgressFn | None = None,
     ) -> np.ndarray:
-        """Embed ``texts`` (longest first, padded per batch); inputs over ``max_length`` tokens are truncated."""
+        """Embed ``texts`` (longest first, padded per batch); inputs over ``max_length`` tokens are
+        truncated. ``batch_size=None``: the device's default (32 on CPU, 256 on CUDA)."""
         vectors = self._run(clean_texts(texts), batch_size, progress)
         if vectors.shape[0] == 0:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -97,7 +97,7 @@ class IntentClassifier:
     """Batch citation-intent classifier over an ONNX model folder (calibrated probabilities)."""
 
     def __init__(
-        self, model: str | Path | None = None, device: str = "cpu", precision: str = "auto"
+        self, model: str | Path | None = None, device: str = "auto", precision: str = "auto"
     ):
         from assistant.inference.classifier import load_classifier
 
@@ -114,11 +114,10 @@ class IntentClassifier:
         self._clf = load_classifier(self.model_dir, device=device, precision=precision)
         self.labels: list[str] = list(self._clf.labels)
         self.name = str(manifest.get("name", self.model_dir.name))
-        sha = (
-            (manifest.get("files") or {}).get("int8")
-            or (manifest.get("files") or {}).get("fp32")
-            or ""
-        )
+        # the checksum of the full weights: a file shipped without its borrowed tensors
+        # (``files_restored``) computes exactly what the full one did
+        files = {**(manifest.get("files") or {}), **(manifest.get("files_restored") or {})}
+        sha = files.get("int8") or files.get("fp32") or ""
         #: identifies the exact weights (stored with the library's citation labels)
         self.version = f"{self.name}@{sha[:12] or manifest.get('created', '')}"
 

@@ -168,13 +168,19 @@ def resolve_model_dir(
     )
 
 
+def tokenizer_path(manifest: ModelManifest) -> Path:
+    """The folder's ``tokenizer.json``, or the shared copy its manifest names (``"tokenizer"``,
+    relative to the folder: the shipped reranker and intent models share one)."""
+    return (manifest.path / str(manifest.raw.get("tokenizer") or TOKENIZER_FILE)).resolve()
+
+
 def load_tokenizer(manifest: ModelManifest, max_length: int | None = None):
     """The model's fast tokenizer, truncating to ``max_length`` (no padding: batches pad)."""
     from tokenizers import Tokenizer
 
-    path = manifest.path / TOKENIZER_FILE
+    path = tokenizer_path(manifest)
     if not path.is_file():
-        raise ModelLoadError(f"{path} is missing")
+        raise ModelLoadError(f"{path} is missing (named by {manifest.path / MANIFEST})")
     tok = Tokenizer.from_file(str(path))
     tok.no_padding()
     tok.enable_truncation(max_length=int(max_length or manifest.max_length))

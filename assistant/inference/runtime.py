@@ -42,6 +42,8 @@ class RuntimeInfo:
     threads: int  # intra-op threads (0 = provider default, CUDA)
     model_path: str = ""
     notes: list[str] = field(default_factory=list)
+    #: CUDA sessions: {provider: {op type: nodes}} measured on a warm-up run
+    nodes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def describe(self) -> str:
         text = f"{self.device} ({self.provider}), {self.precision}, {self.threads} thread(s)"
@@ -70,8 +72,13 @@ def default_threads() -> int:
 
 
 def resolve_device(device: str = "auto") -> tuple[str, list[str]]:
-    """Map ``auto|cpu|cuda`` to the device actually used and any fallback notes."""
+    """Map ``auto|cpu|cuda`` to the device actually used and any fallback notes.
+
+    ``auto`` follows ``$ASSISTANT_DEVICE`` when set (``cpu`` or ``cuda``: one switch for every
+    model of a process, e.g. ``assistant bench query --device``)."""
     device = (device or "auto").lower()
+    if device == "auto":
+        device = (os.environ.get("ASSISTANT_DEVICE") or "auto").lower()
     if device not in ("auto", "cpu", "cuda", "gpu"):
         raise ValueError(f"unknown device {device!r}: expected auto, cpu or cuda")
     if device == "cpu":
@@ -96,15 +103,40 @@ def precision_of(onnx_path: Path | str) -> str:
     return "fp32"
 
 
+_ORT_VALUES: dict[int, tuple[object, object]] = {}
+
+
+def _ort_value(array) -> ort.OrtValue:
+    """One OrtValue per shared array (kept alive here: sessions borrow its memory)."""
+    key = id(array)
+    if key not in _ORT_VALUES:
+        _ORT_VALUES[key] = (array, ort.OrtValue.ortvalue_from_numpy(array))
+    return _ORT_VALUES[key][1]
+
+
+#: every session opened in this process: (model file, RuntimeInfo), for `models info`/About box
+_LOADED: dict[str, RuntimeInfo] = {}
+
+
+def loaded_runtimes() -> dict[str, RuntimeInfo]:
+    """The device/precision of each model file loaded in this process (latest per file)."""
+    return dict(_LOADED)
+
+
 def create_session(
     onnx_path: Path | str,
     device: str = "auto",
     threads: int | None = None,
     optimized_model_path: Path | str | None = None,
+    external: dict | None = None,
 ) -> tuple[ort.InferenceSession, RuntimeInfo]:
     """Open ``onnx_path`` on the best allowed device; raise ``ModelLoadError`` if unreadable.
 
     ``optimized_model_path``: also write the graph onnxruntime actually runs there (for inspection).
+    ``external``: ``{initializer name: array}`` the file leaves out (``shared_weights``); the
+    arrays are shared, not copied, by every session that names them.
+    On CUDA one profiled warm-up run records where each node runs; nodes that fell back to
+    the CPU are named in the notes (and warned about when they are not cheap shape ops).
     """
     path = Path(onnx_path)
     if not path.is_file():
@@ -115,10 +147,18 @@ def create_session(
     opts.log_severity_level = 3
     if optimized_model_path:
         opts.optimized_model_filepath = str(optimized_model_path)
+    for name, array in (external or {}).items():
+        opts.add_initializer(name, _ort_value(array))  # used in place: not copied per session
     disabled: list[str] = []
+    profile_dir = None
     if used == "cuda":
         providers = [CUDA, CPU]
         n_threads = 0
+        import tempfile
+
+        profile_dir = tempfile.mkdtemp(prefix="ort-profile-")
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(Path(profile_dir) / "placement")
     else:
         # our exports keep residual Add + LayerNormalization apart because onnxruntime's CPU
         # SkipLayerNormalization kernel is ~5x slower than the pair; don't let it re-fuse them
@@ -147,48 +187,153 @@ def create_session(
         notes.append(note)
         used = "cpu"
     info = RuntimeInfo(used, actual, precision_of(path), n_threads, str(path), notes)
+    if profile_dir is not None:
+        import shutil
+
+        try:
+            if used == "cuda":
+                info.nodes = profile_placement(session)
+                note = fallback_note(info.nodes, CUDA)
+                if note:
+                    info.notes.append(note)
+                    if not set(info.nodes.get(CPU, {})) <= CHEAP_OPS:
+                        warnings.warn(f"{path.name}: {note}", RuntimeWarning, stacklevel=2)
+        except Exception as exc:  # informational: never fail a load over it
+            log.debug("node placement of %s unknown: %s", path, exc)
+        finally:
+            shutil.rmtree(profile_dir, ignore_errors=True)
+    _LOADED[str(path)] = info
     log.debug("ONNX session %s: %s", path, info.describe())
     return session, info
 
 
-def fp16_variant(fp32_path: Path) -> tuple[Path, str | None]:
-    """Return a float16 copy of ``fp32_path`` for GPUs (made once, next to it).
+#: ops onnxruntime places on the CPU on purpose in a CUDA session (shape arithmetic)
+CHEAP_OPS = {
+    "Shape",
+    "Gather",
+    "Unsqueeze",
+    "Squeeze",
+    "Concat",
+    "Slice",
+    "Cast",
+    "Reshape",
+    "ConstantOfShape",
+    "Range",
+    "Equal",
+    "Where",
+    "Expand",
+    "MemcpyToHost",
+    "MemcpyFromHost",
+    "Size",
+}
 
-    Uses ``onnxruntime.transformers.float16`` with fp32 inputs/outputs kept and
-    LayerNorm/Softmax-sensitive ops blocked. Returns ``(path, note)``; on failure the
-    fp32 file and a note explaining the fallback.
+
+def profile_placement(session: ort.InferenceSession) -> dict[str, dict[str, int]]:
+    """``{provider: {op type: nodes}}`` from one warm-up run of a session made with profiling on."""
+    import json
+    from collections import Counter, defaultdict
+
+    import numpy as np
+
+    feed = {}
+    for item in session.get_inputs():
+        if item.type != "tensor(int64)":
+            raise ValueError(f"cannot make a warm-up input for {item.name} ({item.type})")
+        feed[item.name] = np.ones((1, 8), dtype=np.int64)
+    session.run(None, feed)
+    profile = session.end_profiling()
+    with open(profile, encoding="utf-8") as fh:
+        events = json.load(fh)
+    placed: dict[str, Counter] = defaultdict(Counter)
+    for event in events:
+        args = event.get("args") or {}
+        if event.get("cat") == "Node" and str(event.get("name", "")).endswith("_kernel_time"):
+            placed[args.get("provider", "?")][args.get("op_name", "?")] += 1
+    return {provider: dict(ops) for provider, ops in placed.items()}
+
+
+def fallback_note(nodes: dict[str, dict[str, int]], wanted: str) -> str | None:
+    """One line naming the nodes that do not run on ``wanted`` (None when all do)."""
+    total = sum(sum(ops.values()) for ops in nodes.values())
+    elsewhere = {p: ops for p, ops in nodes.items() if p != wanted}
+    count = sum(sum(ops.values()) for ops in elsewhere.values())
+    if not count:
+        return None
+    ops = sorted({op for per in elsewhere.values() for op in per})
+    where = ", ".join(p.replace("ExecutionProvider", "") for p in sorted(elsewhere))
+    return f"{count} of {total} nodes run on {where}, not {wanted.replace('ExecutionProvider', '')} ({', '.join(ops)})"
+
+
+def _distribution(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _loadable(*names: str) -> str | None:
+    """The first shared library of ``names`` the dynamic loader can open (None if none)."""
+    import ctypes
+
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return name
+        except OSError:
+            continue
+    return None
+
+
+def cuda_problems() -> list[str]:
+    """Why the CUDA provider cannot start here, one line each (empty when it is available).
+
+    Checks, in order: the onnxruntime build (onnxruntime-gpu), the NVIDIA driver (libcuda),
+    and the CUDA/cuDNN runtime libraries onnxruntime-gpu loads (CUDA 12 or 13, cuDNN 9).
     """
-    out = fp32_path.with_name(FP16_FILE)
-    if out.is_file() and out.stat().st_mtime >= fp32_path.stat().st_mtime:
-        return out, None
-    try:
-        import onnx
-        from onnxruntime.transformers.float16 import convert_float_to_float16
-    except ImportError as exc:  # pragma: no cover - depends on the installed runtime
-        return fp32_path, f"fp16 conversion unavailable ({exc}); running fp32 on GPU"
-    try:
-        model = onnx.load(str(fp32_path))
-        half = convert_float_to_float16(
-            model,
-            keep_io_types=True,
-            op_block_list=[
-                "LayerNormalization",
-                "SkipLayerNormalization",
-                "Softmax",
-                "ReduceMean",
-                "ReduceSum",
-                "ReduceL2",
-                "Div",
-                "Sqrt",
-                "Pow",
-            ],
+    if CUDA in available_providers():
+        return []
+    problems = []
+    gpu = _distribution("onnxruntime-gpu")
+    cpu = _distribution("onnxruntime")
+    if gpu is None:
+        problems.append(
+            "onnxruntime-gpu is not installed"
+            + (f" (the CPU build onnxruntime {cpu} is)" if cpu else "")
+            + ": pip uninstall onnxruntime && pip install 'cite-assist[gpu]'"
         )
-        tmp = out.with_suffix(".tmp")
-        onnx.save(half, str(tmp))
-        os.replace(tmp, out)
-        return out, None
-    except Exception as exc:  # pragma: no cover - GPU path, not testable on CPU-only CI
-        return (
-            fp32_path,
-            f"fp16 conversion failed ({exc.__class__.__name__}: {exc}); running fp32 on GPU",
+    elif cpu is not None:
+        problems.append(
+            f"both onnxruntime {cpu} and onnxruntime-gpu {gpu} are installed and share one "
+            "module: pip uninstall onnxruntime onnxruntime-gpu && pip install 'cite-assist[gpu]'"
         )
+    if _loadable("libcuda.so.1", "nvcuda.dll") is None:
+        problems.append(
+            "no NVIDIA driver found (libcuda.so.1 cannot be loaded): install the NVIDIA driver"
+        )
+    if gpu is not None:
+        try:  # onnxruntime-gpu >= 1.21 can load the CUDA/cuDNN wheels of its [cuda,cudnn] extras
+            ort.preload_dlls()
+        except Exception as exc:
+            log.debug("preload_dlls: %s", exc)
+    if (
+        _loadable("libcudart.so.13", "libcudart.so.12", "cudart64_13.dll", "cudart64_12.dll")
+        is None
+    ):
+        problems.append(
+            "no CUDA runtime (libcudart.so.12/13) found: pip install 'cite-assist[gpu]' brings "
+            "the CUDA wheels (onnxruntime-gpu[cuda,cudnn]), or install the CUDA toolkit"
+        )
+    if _loadable("libcudnn.so.9", "cudnn64_9.dll") is None:
+        problems.append(
+            "no cuDNN 9 (libcudnn.so.9) found: pip install 'cite-assist[gpu]' brings it "
+            "(onnxruntime-gpu[cuda,cudnn])"
+        )
+    if not problems:
+        problems.append(
+            "CUDAExecutionProvider is not available although onnxruntime-gpu, the driver and the "
+            "CUDA libraries were found: check that their CUDA versions match (onnxruntime-gpu's "
+            "release notes)"
+        )
+    return problems

@@ -1,0 +1,45 @@
+"""Which device each model of a recommendation really runs on (``models info --all``, About box)."""
+
+from __future__ import annotations
+
+
+def model_runtimes(device: str = "auto") -> list[dict]:
+    """Load the encoder, the default reranker and the intent model as a recommendation does
+    and report each one's device, provider, precision and notes (CPU fallbacks included)."""
+    from assistant.inference.cross_encoder import load_cross_encoder
+    from assistant.inference.encoder import load_encoder
+    from assistant.inference.intent import IntentClassifier
+    from assistant.retrieval.reranker_setting import resolve_reranker
+
+    rows = []
+    encoder = load_encoder(device=device)
+    rows.append(_row("encoder", encoder.name, encoder.info))
+    reranker = resolve_reranker("auto").model
+    if reranker:
+        model = load_cross_encoder(reranker, device=device)
+        rows.append(_row("reranker", model.name, model.info))
+    intent = IntentClassifier(device=device)
+    rows.append(_row("intent", intent.name, intent.info))
+    return rows
+
+
+def loaded_model_runtimes() -> list[dict]:
+    """The models this process has loaded so far (no loading): for the About box."""
+    from pathlib import Path
+
+    from assistant.inference.runtime import loaded_runtimes
+
+    return [
+        _row("", Path(path).parent.name, info) for path, info in sorted(loaded_runtimes().items())
+    ]
+
+
+def _row(role: str, name: str, info) -> dict:
+    return {
+        "role": role,
+        "name": name,
+        "device": info.device,
+        "provider": info.provider,
+        "precision": info.precision,
+        "notes": list(info.notes),
+    }

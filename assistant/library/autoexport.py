@@ -3,6 +3,11 @@
 After every committed change of the library's papers (``Library.transaction`` calls
 :func:`run_all`), each registered file is rendered again, sorted by citekey so that an edit
 changes only its own entry, and written atomically only when its text changed.
+
+A target is the user's setting, not data of the library file: a row of a library received from
+someone else stays inert until the user confirms it on this machine (:mod:`.export_trust`); a
+registration made here is confirmed at once. Dotfiles, system folders and the library's own files
+are never targets.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from assistant import filewrite
+from assistant.library import export_trust
 from assistant.library.export import FORMATS, render
 from assistant.library.groups import LibraryEditError, collection_paper_ids
-from assistant.textfile import write_atomic
 
 
 @dataclass
@@ -22,15 +28,37 @@ class AutoExport:
     collection_id: int | None  # None = the whole library
     format: str
     last_written_at: str | None
+    confirmed: bool = True  # confirmed on this machine (an unconfirmed row is never written)
 
 
 def list_auto_exports(lib) -> list[AutoExport]:
+    trusted = export_trust.confirmed_targets(lib.path)
     return [
-        AutoExport(*row)
+        AutoExport(*row, confirmed=row[0] in trusted)
         for row in lib.conn.execute(
             "SELECT path, collection_id, format, last_written_at FROM auto_exports ORDER BY path"
         )
     ]
+
+
+def unconfirmed(lib) -> list[AutoExport]:
+    """The library's targets not confirmed on this machine (a received library's rows)."""
+    return [e for e in list_auto_exports(lib) if not e.confirmed]
+
+
+def confirm_auto_export(lib, path: str | Path) -> AutoExport:
+    """Confirm a registered target on this machine (it is written from the next change on)."""
+    target = str(Path(path).expanduser().absolute())
+    entries = {e.path: e for e in list_auto_exports(lib)}
+    entry = entries.get(target) or entries.get(str(Path(target).resolve()))
+    if entry is None:
+        raise LibraryEditError("is not an auto-export target of this library", file=target)
+    problem = export_trust.target_problem(entry.path, lib.path)
+    if problem:
+        raise LibraryEditError(f"{problem}; it cannot be confirmed", file=entry.path)
+    export_trust.confirm(lib.path, entry.path)
+    entry.confirmed = True
+    return entry
 
 
 def add_auto_export(
@@ -44,8 +72,12 @@ def add_auto_export(
         raise LibraryEditError("is a folder; give a file name", file=target)
     if not target.parent.is_dir():
         raise LibraryEditError("its folder does not exist", file=target)
+    problem = export_trust.target_problem(target, lib.path, new=True)
+    if problem:
+        raise LibraryEditError(problem, file=target)
     entry = AutoExport(str(target), collection_id, fmt, None)
     write_one(lib, entry)  # fails before anything is registered if the file cannot be written
+    export_trust.confirm(lib.path, entry.path)  # registered by this user here: confirmed
     with lib.transaction():
         lib.conn.execute(
             "INSERT INTO auto_exports (path, collection_id, format, last_written_at) "
@@ -59,6 +91,7 @@ def add_auto_export(
 def remove_auto_export(lib, path: str | Path) -> bool:
     """Stop keeping ``path`` in sync (the file itself is left as it is)."""
     target = str(Path(path).expanduser().resolve())
+    export_trust.forget(lib.path, target)
     with lib.transaction():
         return lib.conn.execute("DELETE FROM auto_exports WHERE path = ?", (target,)).rowcount > 0
 
@@ -78,14 +111,19 @@ def export_text(lib, collection_id: int | None, fmt: str) -> str:
 
 
 def write_one(lib, entry: AutoExport) -> bool:
-    """Write ``entry``'s file if its text changed; returns True when it was written."""
-    text = export_text(lib, entry.collection_id, entry.format)
+    """Write ``entry``'s file if its text changed; returns True when it was written (never
+    through a link, never a dotfile, a system file or one of the library's own files)."""
     path = Path(entry.path)
+    problem = export_trust.target_problem(path, lib.path)
+    if problem:
+        raise LibraryEditError(f"{problem}; it was not written", file=path)
+    text = export_text(lib, entry.collection_id, entry.format)
     data = text.encode("utf-8")
     try:
-        if path.exists() and path.read_bytes() == data:
+        filewrite.check_target(path, lib.path)
+        if _same_bytes(path, data):
             return False
-        write_atomic(path, data)
+        filewrite.write_bytes(path, data, library=lib.path)
     except OSError as exc:
         raise LibraryEditError(
             f"cannot write the auto-export: {exc.strerror or exc}", file=path
@@ -93,11 +131,28 @@ def write_one(lib, entry: AutoExport) -> bool:
     return True
 
 
+def _same_bytes(path: Path, data: bytes) -> bool:
+    from assistant.textfile import FileRefused, read_file
+
+    try:
+        return read_file(path, limit=len(data)) == data
+    except FileRefused:  # missing, larger, unreadable: written again
+        return False
+
+
 def run_all(lib) -> list[str]:
-    """Refresh every registered file; returns the failures as one-line messages."""
+    """Refresh every confirmed file; returns the failures (and the targets left inert because
+    they are not confirmed on this machine) as one-line messages."""
     errors = []
     written = []
     for entry in list_auto_exports(lib):
+        if not entry.confirmed:
+            errors.append(
+                f"{entry.path}: not confirmed on this machine, not written (the library came "
+                "from elsewhere?); check it with `assistant library auto-export --list` and "
+                "confirm it with `--confirm PATH`"
+            )
+            continue
         try:
             if write_one(lib, entry):
                 written.append(entry.path)

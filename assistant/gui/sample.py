@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from assistant import filewrite
 from assistant.config import RESOURCES_DIR
 from assistant.service import (
     AssistantError,
@@ -93,8 +94,9 @@ def setup_sample(
         except Cancelled:
             return SampleSetup(False, 0, engine.status(), time.perf_counter() - start)
         imported, added = True, report.added
-        _marker(engine.db_path).write_text(
-            json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)})
+        filewrite.write_text(
+            _marker(engine.db_path),
+            json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)}),
         )
     status = engine.prepare(progress, cancelled)
     return SampleSetup(imported, added, status, time.perf_counter() - start)
@@ -106,7 +108,7 @@ def sample_draft_copy(folder: Path) -> Path:
     target = Path(folder) / "sample" / SAMPLE_DRAFT.name
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(SAMPLE_DRAFT.read_text(encoding="utf-8"), encoding="utf-8")
+        filewrite.write_text(target, SAMPLE_DRAFT.read_text(encoding="utf-8"))
     return target
 
 

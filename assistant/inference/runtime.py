@@ -16,6 +16,7 @@ from pathlib import Path
 
 import onnxruntime as ort
 
+from assistant import filewrite
 from assistant.errors import AssistantError
 
 log = logging.getLogger(__name__)
@@ -183,9 +184,7 @@ def fp16_variant(fp32_path: Path) -> tuple[Path, str | None]:
                 "Pow",
             ],
         )
-        tmp = out.with_suffix(".tmp")
-        onnx.save(half, str(tmp))
-        os.replace(tmp, out)
+        filewrite.save_with(out, lambda tmp: onnx.save(half, tmp))
         return out, None
     except Exception as exc:  # pragma: no cover - GPU path, not testable on CPU-only CI
         return (

@@ -105,7 +105,9 @@ def target_problem(
     """Why ``target`` can never be an auto-export target (None when it can): a dotfile or a
     file in a dot-folder of the home folder, a system folder, the library's own files; for a
     ``new`` registration also a folder that does not exist."""
-    given = Path(target).expanduser().absolute()
+    if not Path(target).is_absolute():  # a row "~/x" or "x" would be read from elsewhere
+        return "is not an absolute path"
+    given = Path(target).absolute()
     for path in dict.fromkeys([given, Path(os.path.realpath(given))]):
         home = Path(os.path.realpath(Path.home()))
         for base in dict.fromkeys([Path.home(), home]):

@@ -103,6 +103,8 @@ def _received(extra: Callable[[World], list[str]] = lambda w: []):
                 f"{world.db}-journal",
                 str(world.db),
                 f"{world.db}.index/meta.json",
+                "~/.bashrc",  # as written, never expanded
+                "startup.sh",  # relative: would land wherever the program runs
                 *extra(world),
             ],
         )

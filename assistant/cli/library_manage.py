@@ -288,7 +288,7 @@ def auto_export_cmd(ctx, mgr, path, collection, fmt, remove, list_, confirm):
 
     A library file from elsewhere may name targets: they are written only once confirmed here."""
     if confirm:
-        targets = [path] if path else [e.path for e in mgr.unconfirmed_auto_exports()]
+        targets = [path] if path else [e.path for e in mgr.unconfirmed_auto_exports(True)]
         if not targets:
             click.echo("every auto-export target of this library is confirmed on this machine")
         for target in targets:

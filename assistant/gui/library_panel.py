@@ -213,7 +213,7 @@ class LibraryPanel(QWidget):
     def confirm_auto_exports(self) -> None:
         """A library from elsewhere may name files to keep in sync: ask about each one (a target
         not confirmed stays inert; a dotfile or system file cannot be confirmed)."""
-        for entry in self._run(self.manager.unconfirmed_auto_exports) or []:
+        for entry in self._run(self.manager.unconfirmed_auto_exports, True) or []:
             if self._confirm(
                 "Keep a file in sync?",
                 f"This library asks to overwrite {entry.path} with its {entry.format} export "

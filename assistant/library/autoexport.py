@@ -41,9 +41,14 @@ def list_auto_exports(lib) -> list[AutoExport]:
     ]
 
 
-def unconfirmed(lib) -> list[AutoExport]:
-    """The library's targets not confirmed on this machine (a received library's rows)."""
-    return [e for e in list_auto_exports(lib) if not e.confirmed]
+def unconfirmed(lib, confirmable: bool = False) -> list[AutoExport]:
+    """The library's targets not confirmed on this machine (a received library's rows); only
+    those that may be confirmed (no dotfile, system folder, library file...) if ``confirmable``."""
+    return [
+        e
+        for e in list_auto_exports(lib)
+        if not e.confirmed and not (confirmable and export_trust.target_problem(e.path, lib.path))
+    ]
 
 
 def confirm_auto_export(lib, path: str | Path) -> AutoExport:
@@ -142,26 +147,34 @@ def _same_bytes(path: Path, data: bytes) -> bool:
 
 def run_all(lib) -> list[str]:
     """Refresh every confirmed file; returns the failures (and the targets left inert because
-    they are not confirmed on this machine) as one-line messages."""
-    errors = []
+    they are not confirmed on this machine) as one-line messages.
+
+    Rendering and writing happen under a per-library lock: two processes changing the library
+    at once write in turn, and the last one renders after both commits (without it the slower
+    one could write its older text last: 2 of 12 rounds of ``tools/race_autoexport.py``)."""
+    entries = list_auto_exports(lib)
+    errors = [
+        f"{e.path}: not confirmed on this machine, not written (the library came from "
+        "elsewhere?); check it with `assistant library auto-export --list` and confirm it with "
+        "`--confirm PATH`"
+        for e in entries
+        if not e.confirmed
+    ]
+    confirmed = [e for e in entries if e.confirmed]
+    if not confirmed:
+        return errors
     written = []
-    for entry in list_auto_exports(lib):
-        if not entry.confirmed:
-            errors.append(
-                f"{entry.path}: not confirmed on this machine, not written (the library came "
-                "from elsewhere?); check it with `assistant library auto-export --list` and "
-                "confirm it with `--confirm PATH`"
-            )
-            continue
-        try:
-            if write_one(lib, entry):
-                written.append(entry.path)
-        except LibraryEditError as exc:
-            errors.append(str(exc))
-    if written:
-        with lib.transaction():
-            for path in written:
-                lib.conn.execute(
-                    "UPDATE auto_exports SET last_written_at = ? WHERE path = ?", (_now(), path)
-                )
+    with filewrite.locked(export_trust.lock_path(lib.path)):
+        for entry in confirmed:
+            try:
+                if write_one(lib, entry):
+                    written.append(entry.path)
+            except LibraryEditError as exc:
+                errors.append(str(exc))
+        if written:
+            with lib.transaction():
+                for path in written:
+                    lib.conn.execute(
+                        "UPDATE auto_exports SET last_written_at = ? WHERE path = ?", (_now(), path)
+                    )
     return errors

@@ -194,8 +194,8 @@ def _new_temp(path: Path, mode: int) -> tuple[Path, int]:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
         except FileExistsError:
             continue
-        except OSError as exc:
-            raise WriteRefused(f"cannot write: {exc.strerror or exc}", file=path) from exc
+        except OSError as exc:  # no such folder, permission denied...: named as the target
+            raise WriteRefused(exc.strerror or str(exc), file=path) from exc
         return tmp, fd
 
 

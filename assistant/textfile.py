@@ -10,21 +10,17 @@ from __future__ import annotations
 import codecs
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
-from glob import escape as glob_escape
 from pathlib import Path
 
-from assistant import faults
 from assistant.errors import AssistantError
 
 #: Legacy encodings tried, in order, when a file is not UTF-8 (latin-1 decodes any byte).
 LEGACY_ENCODINGS = ("cp1252", "latin-1")
 #: Size caps of the files the program reads whole (bytes); ``ASSISTANT_MAX_FILE_MB`` overrides.
 MAX_TEXT_BYTES = 512 * 1024 * 1024
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class BinaryFileError(AssistantError, ValueError):
@@ -236,104 +232,15 @@ def latex_escape_unencodable(text: str, fmt: TextFormat) -> str:
 
 
 def write_atomic(
-    path: str | os.PathLike[str], data: bytes, protect: Iterable[str | os.PathLike[str]] = ()
+    path: str | os.PathLike[str],
+    data: bytes,
+    protect: Iterable[str | os.PathLike[str]] = (),
+    library: str | os.PathLike[str] | None = None,
 ) -> None:
-    """Replace ``path`` by ``data`` all at once (a new temporary file in the same folder, fsync,
-    ``os.replace``): a failure or a kill leaves the old file as it was.
+    """Replace ``path`` by ``data`` all at once through :func:`assistant.filewrite.write_bytes`
+    (temporary file in the same folder, fsync, ``os.replace``; never through a symbolic link,
+    never a FIFO, a device, a folder, a read-only file, an SQLite database, one of ``protect`` or
+    one of ``library``'s own files). Raises :class:`FileRefused` or ``OSError``."""
+    from assistant.filewrite import write_bytes
 
-    Only a regular file is replaced, and only one that is writable (mode has a write bit), is not
-    an SQLite database and is none of ``protect`` (the open library); a FIFO, a device or a
-    folder is refused. The target keeps its permissions; a new file gets the usual ones (0666
-    less the umask). A symlinked target is written through (the link stays). The temporary name
-    is new (``O_EXCL``): a pre-existing file or symlink of that name is never followed.
-    Raises :class:`FileRefused` (what it refuses) or ``OSError`` (what fails)."""
-    path = Path(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise FileRefused(f"cannot write: {_os_reason(exc)}", file=path) from exc
-    if st is not None:
-        _check_replaceable(path, st, protect)
-        path = Path(os.path.realpath(path))  # through a symlink: the link stays a link
-    _remove_stale_temps(path)
-    while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                0o666 if st is None else 0o600,
-            )
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if st is not None:
-            os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        faults.point("write.replace")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _remove_stale_temps(path: Path, age_s: float = 3600.0) -> None:
-    """Temporary files of an earlier write of ``path`` killed before its rename (our own
-    ``.<name>.<hex>.tmp`` names only, and only old ones: a concurrent writer's is young)."""
-    import time
-
-    try:
-        for tmp in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
-            try:
-                st = os.lstat(tmp)
-                if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > age_s:
-                    tmp.unlink()
-            except OSError:
-                continue
-    except OSError:
-        pass
-
-
-def _check_replaceable(path: Path, st: os.stat_result, protect) -> None:
-    if not stat.S_ISREG(st.st_mode):
-        raise FileRefused(f"{_kind(st.st_mode)}; only a regular file is replaced", file=path)
-    for other in protect:
-        try:
-            if os.path.samefile(path, other):
-                raise FileRefused(
-                    "is the open library; write the output to another file", file=path
-                )
-        except OSError:
-            continue
-    if not st.st_mode & 0o222:
-        raise FileRefused("read-only file; it was not replaced", file=path)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(16)
-    except OSError:
-        head = b""
-    if head == _SQLITE_MAGIC:
-        raise FileRefused(
-            "is an SQLite database (a library?); it was not replaced, choose another file",
-            file=path,
-        )
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    write_bytes(path, data, protect=protect, library=library)

@@ -98,13 +98,15 @@ def test_issue23_1_export_keeps_permissions_and_refuses_read_only(lib, tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_issue23_1_write_atomic_through_a_symlinked_target_keeps_the_link(tmp_path):
+def test_issue23_1_write_atomic_never_writes_through_a_symlinked_target(tmp_path):
+    # issue 29 replaced "written through, the link stays": a link is never written through
     real = tmp_path / "real.bib"
     real.write_text("old")
     link = tmp_path / "link.bib"
     link.symlink_to(real)
-    write_atomic(link, b"new")
-    assert link.is_symlink() and real.read_text() == "new"
+    with pytest.raises(AssistantError, match="symbolic link"):
+        write_atomic(link, b"new")
+    assert link.is_symlink() and real.read_text() == "old"
 
 
 # -- 2. BibTeX `#` concatenation ----------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from assistant import filewrite
 from assistant.cli.options import db_option
 from assistant.inference.bench import run_encode_bench
 from assistant.retrieval.bench import run_query_bench
@@ -112,7 +113,7 @@ def bench_encode(
     )
     text = json.dumps(result, indent=2)
     if out:
-        out.write_text(text + "\n", encoding="utf-8")
+        filewrite.write_text(out, text + "\n")
     click.echo(text)
 
 

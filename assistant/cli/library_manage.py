@@ -326,13 +326,32 @@ def collections_cmd(ctx, mgr, create, parent, add, remove, delete, show, keys):
 @click.option("--collection", default=None, help="Keep only this collection in the file.")
 @click.option("--format", "fmt", type=click.Choice(["bibtex", "ris", "csl-json"]), default="bibtex")
 @click.option("--remove", is_flag=True, help="Stop keeping PATH in sync.")
+@click.option("--list", "list_", is_flag=True, help="List the targets (the default without PATH).")
+@click.option(
+    "--confirm",
+    is_flag=True,
+    help="Confirm PATH, a target of a library from elsewhere, on this machine (without PATH: "
+    "ask about each unconfirmed target).",
+)
 @_closing
-def auto_export_cmd(ctx, mgr, path, collection, fmt, remove):
-    """Keep PATH in sync with the library (or a collection) after every change; list without PATH."""
-    if path is None:
+def auto_export_cmd(ctx, mgr, path, collection, fmt, remove, list_, confirm):
+    """Keep PATH in sync with the library (or a collection) after every change; list without PATH.
+
+    A library file from elsewhere may name targets: they are written only once confirmed here."""
+    if confirm:
+        targets = [path] if path else [e.path for e in mgr.unconfirmed_auto_exports(True)]
+        if not targets:
+            click.echo("every auto-export target of this library is confirmed on this machine")
+        for target in targets:
+            if path or click.confirm(f"keep {target} in sync with this library?", default=False):
+                entry = mgr.confirm_auto_export(target)
+                click.echo(f"confirmed: {entry.path} is written after every change")
+        return
+    if path is None or list_:
         for e in mgr.auto_exports():
             where = mgr.collection(e.collection_id).path if e.collection_id else "whole library"
-            click.echo(f"{e.path}  [{e.format}, {where}]  last written {e.last_written_at}")
+            state = "" if e.confirmed else "  not confirmed on this machine (not written)"
+            click.echo(f"{e.path}  [{e.format}, {where}]  last written {e.last_written_at}{state}")
         return
     if remove:
         click.echo(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from assistant import filewrite
 from assistant.cli import resolve_db_path
 from assistant.cli.options import db_option
 
@@ -76,8 +77,10 @@ def manuscript(
         notes.append("no recommendations: no library database (use --no-recommend to silence)")
     result = _result(doc, analysis.missing, notes)
     if unmatched_bib:
-        Path(unmatched_bib).write_text(
-            "\n\n".join(result["unmatched_bibtex"]) + "\n", encoding="utf-8"
+        filewrite.write_text(
+            unmatched_bib,
+            "\n\n".join(result["unmatched_bibtex"]) + "\n",
+            library=service.db_path if service is not None else None,
         )
         result["warnings"].append(
             f"{len(result['unmatched_bibtex'])} unmatched reference(s) written to {unmatched_bib}"

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import bibtexparser
 
+from assistant import filewrite
 from assistant.errors import AssistantError
 from assistant.library.normalize import normalize_doi, title_key
 from assistant.textfile import (
@@ -29,7 +29,6 @@ from assistant.textfile import (
     encode_text,
     latex_escape_unencodable,
     read_file,
-    write_atomic,
 )
 
 log = logging.getLogger(__name__)
@@ -258,16 +257,17 @@ def apply_bib_change(change: BibChange) -> AppendResult:
     if not change.writes:
         return AppendResult(status, key, path)
     backup = None
-    if path.exists():
+    st = filewrite.check_target(path)  # never through a link: checked before the backup
+    if st is not None:
         backup = path.with_name(path.name + ".bak")
-        write_atomic(backup, change.old_bytes)  # a kill mid-copy never leaves a half backup
-        shutil.copymode(path, backup)
+        # a kill mid-copy never leaves a half backup; a link or FIFO named .bak is refused
+        filewrite.write_bytes(backup, change.old_bytes, mode=st.st_mode & 0o777)
     elif not path.parent.is_dir():
         raise BibFileError(
             f"{path}: the folder {path.parent} does not exist; choose the bibliography file again"
         )
     # the old bytes stay as they were
-    write_atomic(
+    filewrite.write_bytes(
         path,
         change.old_bytes
         + encode_text(change.addition, change.fmt, whole_file=not change.old_bytes),

@@ -201,7 +201,7 @@ class DocumentOps:
         if lost:  # never drop what the user typed: switch this file to UTF-8 and say so
             fmt = replace(fmt, encoding="utf-8", bom=b"")
         try:
-            write_atomic(path, encode_text(text, fmt))
+            write_atomic(path, encode_text(text, fmt), library=self.engine.db_path)
         except FileRefused as exc:  # read-only file, FIFO, the library...: one clear line
             self.show_error("Cannot save", str(exc))
             return False

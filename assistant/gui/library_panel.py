@@ -224,6 +224,18 @@ class LibraryPanel(CurationActions, QWidget):
         self.library = self.manager.lib
         self.model.set_table(self.manager.table())
         self.refresh()
+        self.confirm_auto_exports()
+
+    def confirm_auto_exports(self) -> None:
+        """A library from elsewhere may name files to keep in sync: ask about each one (a target
+        not confirmed stays inert; a dotfile or system file cannot be confirmed)."""
+        for entry in self._run(self.manager.unconfirmed_auto_exports, True) or []:
+            if self._confirm(
+                "Keep a file in sync?",
+                f"This library asks to overwrite {entry.path} with its {entry.format} export "
+                "after every change. It was not set up on this computer. Allow it?",
+            ):
+                self._run(self.manager.confirm_auto_export, entry.path)
 
     def close_library(self) -> None:
         if self.library is not None:

@@ -28,6 +28,7 @@ from assistant.service import (
     textops,
 )
 from assistant.service import Progress as ProgressFn
+from assistant.textfile import write_atomic
 
 SAMPLE_DIR = RESOURCES_DIR / "sample"
 SAMPLE_BIB = SAMPLE_DIR / "library.bib"
@@ -93,8 +94,9 @@ def setup_sample(
         except Cancelled:
             return SampleSetup(False, 0, engine.status(), time.perf_counter() - start)
         imported, added = True, report.added
-        _marker(engine.db_path).write_text(
-            json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)})
+        write_atomic(  # through assistant.filewrite: never through a link
+            _marker(engine.db_path),
+            json.dumps({"sha1": _digest(SAMPLE_BIB), "bib": str(SAMPLE_BIB)}).encode("utf-8"),
         )
     status = engine.prepare(progress, cancelled)
     return SampleSetup(imported, added, status, time.perf_counter() - start)
@@ -106,7 +108,7 @@ def sample_draft_copy(folder: Path) -> Path:
     target = Path(folder) / "sample" / SAMPLE_DRAFT.name
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(SAMPLE_DRAFT.read_text(encoding="utf-8"), encoding="utf-8")
+        write_atomic(target, SAMPLE_DRAFT.read_bytes())
     return target
 
 

@@ -46,7 +46,8 @@ def _say(progress: Progress | None, message: str) -> None:
 def _build_lock(name: str) -> Iterator[None]:
     """Serialise concurrent builds of one model (several processes may start at once)."""
     lock_path = config.models_dir() / f".{name}.lock"
-    with open(lock_path, "w") as fh:
+    fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "w") as fh:
         try:
             import fcntl
 

@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from assistant import filewrite
 from assistant.inference.fusable import classic_attention, fuse_graph, strip_nan_guards
 from assistant.inference.runtime import FP32_FILE, INT8_FILE
 
@@ -288,9 +289,7 @@ class _DropMessage(logging.Filter):
 
 def write_manifest(out_dir: Path, manifest: dict) -> Path:
     path = Path(out_dir) / MANIFEST
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    filewrite.write_text(path, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return path
 
 
@@ -428,9 +427,7 @@ def export_transformer(
         manifest.update(extra or {})
         write_manifest(tmp, manifest)
         tmp.chmod(0o755)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
+        filewrite.replace_dir(tmp, out_dir)  # a link or a file at out_dir is refused
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

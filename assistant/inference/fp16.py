@@ -133,17 +133,18 @@ def validate(path: Path | str) -> None:
 
 
 def save_valid(model, out: Path) -> Path:
-    """Write ``model`` atomically to ``out`` after validating it (never leaves a bad file)."""
+    """Write ``model`` atomically to ``out`` after validating it (never leaves a bad file; never
+    through a link: :func:`assistant.filewrite.save_with`)."""
     import onnx
 
+    from assistant import filewrite
+
+    def write(tmp: str) -> None:
+        onnx.save(model, tmp)
+        validate(Path(tmp))
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-    try:
-        onnx.save(model, str(tmp))
-        validate(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    filewrite.save_with(out, write)
     return out
 
 

@@ -12,6 +12,11 @@ Each commit also logs which papers it changed (``meta`` key ``changes:GEN``). A 
 is still what was written (size and mtime recorded with its entry index) is updated in place:
 only the entries of the papers changed since its generation are rendered again, the others are
 copied from the file. A collection, a file edited by hand or an unknown change renders it whole.
+
+A target is the user's setting, not data of the library file: a row of a library received from
+someone else stays inert until the user confirms it on this machine (:mod:`.export_trust`); a
+registration made here is confirmed at once. Dotfiles, system folders and the library's own files
+are never targets.
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from assistant import faults
+from assistant import faults, filewrite
+from assistant.library import export_trust
 from assistant.library.export import FORMATS, paper_to_bibtex
 from assistant.library.groups import LibraryEditError, collection_paper_ids
-from assistant.textfile import FileRefused, write_atomic
+from assistant.textfile import FileRefused
 
 GENERATION = "generation"
 _WRITTEN = "auto_export_generation:"  # meta key prefix: the generation a file shows
@@ -46,11 +52,13 @@ class AutoExport:
     collection_id: int | None  # None = the whole library
     format: str
     last_written_at: str | None
+    confirmed: bool = True  # confirmed on this machine (an unconfirmed row is never written)
 
 
 def list_auto_exports(lib) -> list[AutoExport]:
+    trusted = export_trust.confirmed_targets(lib.path)
     return [
-        AutoExport(*row)
+        AutoExport(*row, confirmed=row[0] in trusted)
         for row in lib.conn.execute(
             "SELECT path, collection_id, format, last_written_at FROM auto_exports ORDER BY path"
         )
@@ -71,6 +79,31 @@ def _check_target(target: Path) -> None:
         raise LibraryEditError("is not a regular file (a pipe or a device?)", file=target)
 
 
+def unconfirmed(lib, confirmable: bool = False) -> list[AutoExport]:
+    """The library's targets not confirmed on this machine (a received library's rows); only
+    those that may be confirmed (no dotfile, system folder, library file...) if ``confirmable``."""
+    return [
+        e
+        for e in list_auto_exports(lib)
+        if not e.confirmed and not (confirmable and export_trust.target_problem(e.path, lib.path))
+    ]
+
+
+def confirm_auto_export(lib, path: str | Path) -> AutoExport:
+    """Confirm a registered target on this machine (it is written from the next change on)."""
+    target = str(Path(path).expanduser().absolute())
+    entries = {e.path: e for e in list_auto_exports(lib)}
+    entry = entries.get(target) or entries.get(str(Path(target).resolve()))
+    if entry is None:
+        raise LibraryEditError("is not an auto-export target of this library", file=target)
+    problem = export_trust.target_problem(entry.path, lib.path)
+    if problem:
+        raise LibraryEditError(f"{problem}; it cannot be confirmed", file=entry.path)
+    export_trust.confirm(lib.path, entry.path)
+    entry.confirmed = True
+    return entry
+
+
 def add_auto_export(
     lib, path: str | Path, collection_id: int | None = None, fmt: str = "bibtex"
 ) -> AutoExport:
@@ -81,7 +114,11 @@ def add_auto_export(
     _check_target(target)
     if not target.parent.is_dir():
         raise LibraryEditError("its folder does not exist", file=target)
+    problem = export_trust.target_problem(target, lib.path, new=True)
+    if problem:
+        raise LibraryEditError(problem, file=target)
     entry = AutoExport(str(target), collection_id, fmt, None)
+    export_trust.confirm(lib.path, entry.path)  # registered by this user here: confirmed
     with lib.transaction():
         lib.conn.execute(
             "INSERT INTO auto_exports (path, collection_id, format, last_written_at) "
@@ -101,6 +138,7 @@ def add_auto_export(
 def remove_auto_export(lib, path: str | Path) -> bool:
     """Stop keeping ``path`` in sync (the file itself is left as it is)."""
     target = str(Path(path).expanduser().resolve())
+    export_trust.forget(lib.path, target)
     with lib.transaction():
         for prefix in (_WRITTEN, _INDEX):
             lib.conn.execute("DELETE FROM meta WHERE key = ?", (prefix + target,))
@@ -198,16 +236,13 @@ def export_text(lib, collection_id: int | None, fmt: str) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _write(path: Path, text: str) -> bool:
-    return _write_bytes(path, text.encode("utf-8", "surrogateescape"))
-
-
-def _write_bytes(path: Path, data: bytes) -> bool:
+def _write_bytes(path: Path, data: bytes, library: Path) -> bool:
     try:
         _check_target(path)
+        filewrite.check_target(path, library)
         if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
             return False
-        write_atomic(path, data)
+        filewrite.write_bytes(path, data, library=library)
     except (OSError, FileRefused) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise LibraryEditError(f"cannot write the auto-export: {reason}", file=path) from exc
@@ -215,8 +250,25 @@ def _write_bytes(path: Path, data: bytes) -> bool:
 
 
 def write_one(lib, entry: AutoExport) -> bool:
-    """Write ``entry``'s file if its text changed; returns True when it was written."""
-    return _write(Path(entry.path), export_text(lib, entry.collection_id, entry.format))
+    """Write ``entry``'s file if its text changed; returns True when it was written (never
+    through a link, never a dotfile, a system file or one of the library's own files)."""
+    _check_trusted(lib, entry)
+    text = export_text(lib, entry.collection_id, entry.format)
+    return _write_bytes(Path(entry.path), text.encode("utf-8", "surrogateescape"), lib.path)
+
+
+def _check_trusted(lib, entry: AutoExport) -> None:
+    """Refuse a target this machine has not confirmed or that may never be one."""
+    if not entry.confirmed:
+        raise LibraryEditError(
+            "not confirmed on this machine, not written (the library came from elsewhere?); "
+            "check it with `assistant library auto-export --list` and confirm it with "
+            "`--confirm PATH`",
+            file=entry.path,
+        )
+    problem = export_trust.target_problem(Path(entry.path), lib.path)
+    if problem:
+        raise LibraryEditError(f"{problem}; it was not written", file=entry.path)
 
 
 def _lock(lib) -> FileLock:
@@ -292,6 +344,7 @@ def _run_locked(lib, force: bool, only: str | None) -> list[str]:
                         f"unknown format '{entry.format}' (use one of {', '.join(FORMATS)})",
                         file=entry.path,
                     )
+                _check_trusted(lib, entry)
                 _check_target(Path(entry.path))
                 got = None if force else _incremental(lib, entry, gen, _index(lib, entry.path))
                 if got is None:
@@ -305,7 +358,7 @@ def _run_locked(lib, force: bool, only: str | None) -> list[str]:
                     got = whole[scope]
                 parts, rows = got
                 data = _assemble(parts, entry.format)
-                _write_bytes(Path(entry.path), data)
+                _write_bytes(Path(entry.path), data, lib.path)
                 faults.point("autoexport.written")
                 index = {
                     "gen": gen,

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
+from assistant import filewrite
 from assistant.library.models import Paper
-from assistant.textfile import FileRefused, write_atomic
+from assistant.textfile import FileRefused
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _ESCAPES = {
@@ -68,6 +69,16 @@ _SKIP_EXTRA = {
 }
 
 
+#: Every line break ``str.splitlines`` knows (with the blanks around it).
+_LINE_BREAKS = re.compile(r"[ \t]*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+[ \t]*")
+
+
+def one_line(value: str) -> str:
+    """``value`` on one line: a line break (BibTeX reads it as a space anyway) becomes a space, so
+    that no value of a received library can start a line of its own in the written file."""
+    return _LINE_BREAKS.sub(" ", str(value))
+
+
 def escape(value: str) -> str:
     """Escape the characters BibTeX/LaTeX treat specially (``& % $ # _ { } ~ \\``)."""
     value = value.translate(_TRANS)
@@ -81,6 +92,7 @@ def bibtex_pages(value: str) -> str:
 
 def _field(name: str, value: str, raw: bool = False, verbatim: bool = False) -> str:
     """``name = {value}``; ``verbatim`` fields (DOI, URL, file) are written unescaped, as biblatex reads them."""
+    value = one_line(value)
     if raw:
         return f"  {name} = {value}"
     if verbatim:  # braces inside a URL/DOI/path must not close the field (\{ is read back)
@@ -92,7 +104,7 @@ def _names(names: list[str]) -> str:
     """``A and B``; a name without a comma but with spaces (an institution) is braced so that
     BibTeX does not split it into first and last names."""
     out = []
-    for name in names:
+    for name in map(one_line, names):
         text = escape(name)
         out.append(f"{{{text}}}" if "," not in name and " " in name.strip() else text)
     return " and ".join(out)
@@ -122,7 +134,7 @@ def paper_to_bibtex(paper: Paper) -> str:
         if name == "editor" and paper.editors:
             continue
         if name == "pages":
-            fields.append(f"  pages = {{{escape(bibtex_pages(str(value)))}}}")
+            fields.append(f"  pages = {{{escape(bibtex_pages(one_line(value)))}}}")
         elif name == "month" and str(value).isdigit() and 1 <= int(value) <= 12:
             fields.append(_field("month", _MONTHS[int(value) - 1], raw=True))
         else:
@@ -140,7 +152,8 @@ def paper_to_bibtex(paper: Paper) -> str:
         fields.append(_field("keywords", ", ".join(paper.keywords)))
     if paper.abstract:
         fields.append(_field("abstract", paper.abstract))
-    return f"@{paper.entry_type or 'misc'}{{{paper.citekey},\n" + ",\n".join(fields) + "\n}\n"
+    head = f"@{one_line(paper.entry_type or 'misc')}{{{one_line(paper.citekey or '')},\n"
+    return head + ",\n".join(fields) + "\n}\n"
 
 
 def _valid_name(name: str) -> bool:
@@ -212,13 +225,9 @@ def export_bibtex(
         return len(papers), missing
     output = Path(output)
     try:
-        # only a regular, writable file that is not the open library is replaced (atomically,
-        # keeping its permissions); never the library, a FIFO, a device or a read-only file
-        write_atomic(
-            output,
-            text.encode("utf-8"),
-            protect=[p for p in [getattr(library, "path", None)] if p],
-        )
+        # only a regular, writable file is replaced (atomically, keeping its permissions); never
+        # through a link, never the library's own files, a FIFO, a device or a read-only file
+        filewrite.write_bytes(output, text.encode("utf-8"), library=getattr(library, "path", None))
     except OSError as exc:  # name the file the user asked for, not the temporary one
         raise FileRefused(exc.strerror or str(exc), file=output) from exc
     return len(papers), missing

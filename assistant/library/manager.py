@@ -183,6 +183,14 @@ class LibraryManager:
     def remove_auto_export(self, path) -> bool:
         return autoexport.remove_auto_export(self.lib, path)
 
+    def unconfirmed_auto_exports(self, confirmable: bool = False) -> list[autoexport.AutoExport]:
+        """Targets named by the library file but not confirmed on this machine (inert); only
+        those that may be confirmed when ``confirmable``."""
+        return autoexport.unconfirmed(self.lib, confirmable)
+
+    def confirm_auto_export(self, path) -> autoexport.AutoExport:
+        return autoexport.confirm_auto_export(self.lib, path)
+
     # -- attachments --------------------------------------------------------------------------
     def pdf_file(self, paper: Paper) -> Path | None:
         return attachments.pdf_file(self.lib, paper)

@@ -18,6 +18,8 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from assistant import filewrite
+
 try:  # PyStemmer: the stemmer bm25s recommends
     import Stemmer as _pystemmer
 except ImportError:  # pragma: no cover - optional, but tuned defaults assume stemming
@@ -132,21 +134,32 @@ class BM25Index:
             "b": self.params.b,
             "stem": self.params.stem,
         }
-        (directory / "bm25.json").write_text(json.dumps(meta, indent=1))
+        filewrite.write_text(directory / "bm25.json", json.dumps(meta, indent=1))
 
     @classmethod
     def load(cls, directory: Path | str, mmap: bool = False) -> BM25Index:
+        """The index saved in ``directory``; a damaged or foreign file raises
+        :class:`IndexDamagedError` (checked with ``lstat`` first: never a hang on a FIFO)."""
+        from assistant.retrieval import index_files
+
         directory = Path(directory)
         meta_path = directory / "bm25.json"
-        if not meta_path.exists():
+        if not index_files.check_folder(directory) or not index_files.is_regular(meta_path):
             raise FileNotFoundError(f"no BM25 index in {directory} (run `assistant index`)")
-        meta = json.loads(meta_path.read_text())
-        model = bm25s.BM25.load(str(directory), mmap=mmap, show_progress=False, verbosity=0)
-        return cls(
-            model,
-            np.load(directory / "ids.npy"),
-            BM25Params(meta["k1"], meta["b"], meta.get("stem", True)),
+        meta = index_files.load_json(meta_path)
+        with index_files.reading(directory):
+            model = bm25s.BM25.load(str(directory), mmap=mmap, show_progress=False, verbosity=0)
+            params = BM25Params(float(meta["k1"]), float(meta["b"]), bool(meta.get("stem", True)))
+        ids = index_files.load_npy(directory / "ids.npy")
+        n_docs = (
+            int(model.scores.get("num_docs", len(ids))) if hasattr(model, "scores") else len(ids)
         )
+        index_files.expect(
+            ids.ndim == 1 and ids.dtype.kind in "iu" and len(ids) == n_docs,
+            directory / "ids.npy",
+            f"{len(ids)} paper ids for {n_docs} BM25 documents",
+        )
+        return cls(model, ids, params)
 
     # --- scoring ----------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
-from assistant import faults
+from assistant import faults, filewrite
 
 log = logging.getLogger(__name__)
 _CHUNK = re.compile(r"chunk-(\d+)\.npz")
@@ -40,7 +39,12 @@ class EmbeddingCache:
         return self.dir / "fingerprint.txt"
 
     def valid(self) -> bool:
-        return self.marker.exists() and self.marker.read_text().strip() == self.fingerprint
+        from assistant.retrieval.index_files import IndexDamagedError, is_regular
+
+        try:  # lstat first: a FIFO or a link in the folder is never opened
+            return is_regular(self.marker) and self.marker.read_text().strip() == self.fingerprint
+        except (IndexDamagedError, OSError, UnicodeDecodeError):
+            return False
 
     def open_for_writing(self) -> EmbeddingCache:
         """Create the folder (discarding chunks of another fingerprint)."""
@@ -48,7 +52,7 @@ class EmbeddingCache:
             for f in self.dir.glob("chunk-*.npz"):
                 f.unlink()
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.marker.write_text(self.fingerprint)
+        filewrite.write_text(self.marker, self.fingerprint)
         for leftover in self.dir.glob("chunk-*.tmp.npz"):  # a run killed before its rename
             leftover.unlink(missing_ok=True)
         numbers = [
@@ -60,10 +64,14 @@ class EmbeddingCache:
     def add(self, hashes: Iterable[bytes], vectors: np.ndarray) -> None:
         """Append one chunk atomically (an interruption never leaves a half-written chunk)."""
         hashes = np.asarray(list(hashes), dtype="S16")
-        tmp = self.dir / f"chunk-{self._next:06d}.tmp.npz"
-        np.savez(tmp, hashes=hashes, vectors=np.asarray(vectors, dtype=np.float32))
-        faults.point("index.chunk")
-        os.replace(tmp, self.dir / f"chunk-{self._next:06d}.npz")
+        vectors = np.asarray(vectors, dtype=np.float32)
+        target = self.dir / f"chunk-{self._next:06d}.npz"
+
+        def save(tmp: str) -> None:  # tmp ends in .npz: np.savez adds no suffix
+            np.savez(tmp, hashes=hashes, vectors=vectors)
+            faults.point("index.chunk")
+
+        filewrite.save_with(target, save)
         self._next += 1
 
     def load(self, wanted: set[bytes] | None = None) -> dict[bytes, np.ndarray]:
@@ -72,10 +80,10 @@ class EmbeddingCache:
         if not self.valid():
             return out
         for f in sorted(self.dir.glob("chunk-*.npz")):
-            if ".tmp" in f.name:
-                continue
+            if ".tmp" in f.name or not f.is_file() or f.is_symlink():
+                continue  # is_file() is a stat, no open: a FIFO is skipped, never read
             try:
-                with np.load(f) as z:
+                with np.load(f, allow_pickle=False) as z:
                     hashes, vectors = z["hashes"], z["vectors"]
             except Exception as exc:
                 log.warning("skipping unreadable embedding chunk %s (%s)", f, exc)

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -27,12 +28,14 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from assistant import faults
+from assistant import faults, filewrite
 from assistant.config import index_dir_for
 from assistant.errors import AssistantError, Cancelled
 from assistant.progress import Progress, ProgressEvent
+from assistant.retrieval import index_files
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
+from assistant.retrieval.index_files import IndexDamagedError
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,15 @@ def index_lock(root: Path) -> Iterator[None]:
     ``kill -9``) for one indexing job; a second job fails at once with :class:`IndexBusyError`."""
     root.mkdir(parents=True, exist_ok=True)
     lock_path = root / ".lock"
-    fh = open(lock_path, "a+")
+    try:  # never blocks on a FIFO, never follows a link
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise IndexDamagedError(lock_path, exc.strerror or str(exc)) from exc
+    fh = os.fdopen(fd, "r+")
     try:
+        index_files.expect(
+            stat.S_ISREG(os.fstat(fd).st_mode), lock_path, "not a regular file (a FIFO?)"
+        )
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no cross-process lock
@@ -104,15 +114,11 @@ class IndexReport:
 
 
 def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
+    filewrite.save_with(path, lambda tmp: np.save(tmp, array, allow_pickle=False))
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    filewrite.write_text(path, text)
 
 
 def resolve_kind(kind: str, n: int) -> str:
@@ -152,13 +158,17 @@ class IndexPaths:
         self.pending = self.dense / "pending"
         self.bm25 = self.root / "bm25"
 
-    def read_meta(self) -> dict:
-        if not self.meta.exists():
-            return {}
+    def read_meta(self, strict: bool = False) -> dict:
+        """``meta.json`` ({} when there is none); a damaged one raises
+        :class:`IndexDamagedError` when ``strict``, else reads as {} (the index is rebuilt)."""
         try:
-            return json.loads(self.meta.read_text())
-        except json.JSONDecodeError:
-            log.warning("%s is corrupt; the index will be rebuilt", self.meta)
+            if not index_files.is_regular(self.meta):
+                return {}
+            return index_files.load_json(self.meta)
+        except IndexDamagedError:
+            if strict:
+                raise
+            log.debug("%s is damaged; the index will be rebuilt", self.meta)
             return {}
 
 
@@ -170,7 +180,13 @@ def _remove_leftovers(paths: IndexPaths) -> None:
                 if f.is_file():
                     f.unlink(missing_ok=True)
     for name in ("bm25.tmp", "bm25.old"):
-        shutil.rmtree(paths.root / name, ignore_errors=True)
+        filewrite.remove(paths.root / name)
+    # the writer's own temporaries (``.<name>.<hex>.tmp`` / ``.old``) of a killed run
+    for folder in (paths.root, paths.dense, paths.pending):
+        for f in folder.glob(".*.tmp") if folder.is_dir() else ():
+            filewrite.remove(f)
+        for f in folder.glob(".*.old") if folder.is_dir() else ():
+            filewrite.remove(f)
 
 
 def _versions_digest(versions: dict[int, str]) -> str:
@@ -182,27 +198,33 @@ def _versions_digest(versions: dict[int, str]) -> str:
 
 def _load_dense(paths: IndexPaths) -> dict[int, tuple[bytes, str]]:
     """``{paper id: (text hash, version)}`` of the stored dense index (empty if unreadable)."""
+    if not index_files.is_regular(paths.dense / "ids.npy"):
+        return {}
     try:
-        ids = np.load(paths.dense / "ids.npy")
-        hashes = np.load(paths.dense / "hashes.npy")
-        versions = json.loads((paths.dense / "versions.json").read_text())
+        ids = index_files.load_npy(paths.dense / "ids.npy")
+        hashes = index_files.load_npy(paths.dense / "hashes.npy")
+        versions = index_files.load_json(paths.dense / "versions.json")
         if len(ids) != len(hashes):
             raise ValueError("ids/hashes length mismatch")
         return {
             int(i): (h, versions.get(str(int(i)), ""))
             for i, h in zip(ids.tolist(), hashes.tolist())
         }
-    except (FileNotFoundError, ValueError, json.JSONDecodeError) as exc:
-        if (paths.dense / "ids.npy").exists():
-            log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
+    except (IndexDamagedError, ValueError, TypeError) as exc:
+        log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
         return {}
 
 
-def _stored_vectors(paths: IndexPaths, wanted: set[bytes]) -> dict[bytes, np.ndarray]:
+def _stored_vectors(
+    paths: IndexPaths, wanted: set[bytes], dim: int | None = None
+) -> dict[bytes, np.ndarray]:
     try:
-        hashes = np.load(paths.dense / "hashes.npy")
-        vectors = np.load(paths.dense / "vectors.npy", mmap_mode="r")
-    except (FileNotFoundError, ValueError):
+        hashes = index_files.load_npy(paths.dense / "hashes.npy")
+        vectors = index_files.load_npy(paths.dense / "vectors.npy", mmap=True)
+    except IndexDamagedError:
+        return {}
+    if vectors.ndim != 2 or (dim and vectors.shape[1] != dim) or vectors.dtype.kind != "f":
+        log.warning("vectors of the wrong shape in %s; ignoring them", paths.dense)
         return {}
     if len(vectors) != len(hashes):  # a write cut short between the two files: re-embed
         log.warning("vectors/hashes mismatch in %s; ignoring the stored vectors", paths.dense)
@@ -269,6 +291,11 @@ def _build_index(
     embed_budget_s: float | None,
 ) -> IndexReport:
     start = time.perf_counter()
+    if rebuild:  # whatever is there (damaged, foreign, a FIFO, a folder): removed unread
+        for name in ("meta.json", "dense", "bm25", "bm25.tmp", "bm25.old"):
+            filewrite.remove(paths.root / name)
+    else:
+        index_files.check_folder(paths.root)
     paths.dense.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(paths)
     fingerprint = str(encoder.fingerprint)
@@ -295,8 +322,8 @@ def _build_index(
         report.kind = "flat"  # too few vectors to train the IVF quantizer
     digest = _versions_digest(versions)
     try:
-        bm25_meta = json.loads((paths.bm25 / "bm25.json").read_text())
-    except (OSError, ValueError):  # missing or cut short by a kill: rebuilt below
+        bm25_meta = index_files.load_json(paths.bm25 / "bm25.json")
+    except IndexDamagedError:  # missing or cut short by a kill: rebuilt below
         bm25_meta = {}
     bm25_fresh = bm25_meta.get("versions") == digest and (
         bm25_meta.get("k1"),
@@ -328,7 +355,8 @@ def _build_index(
     report.removed = sum(1 for pid in stored if pid not in hashes)
 
     wanted = set(hashes.values())
-    cache = _stored_vectors(paths, wanted)
+    enc_dim = int(getattr(encoder, "dim", 0) or 0) or None
+    cache = _stored_vectors(paths, wanted, enc_dim)
     pending = EmbeddingCache(paths.pending, fingerprint)
     resumed = pending.load(wanted)
     report.resumed = len(set(resumed) - set(cache))
@@ -341,7 +369,7 @@ def _build_index(
         if (other / "meta.json").exists() and IndexPaths(other).read_meta().get(
             "fingerprint"
         ) == fingerprint:
-            cache.update(_stored_vectors(IndexPaths(other), wanted - set(cache)))
+            cache.update(_stored_vectors(IndexPaths(other), wanted - set(cache), enc_dim))
     todo = {h: texts[pid] for pid, h in hashes.items() if h not in cache}
     if todo and (embed_budget_s is None or embed_budget_s > 0):
         pending.open_for_writing()
@@ -389,8 +417,8 @@ def _build_index(
         paths.dense / "versions.json",
         json.dumps({str(int(i)): versions.get(int(i), "") for i in ids}),
     )
-    faiss.write_index(make_faiss(vecs, ids, report.kind), str(paths.dense / "faiss.tmp"))
-    os.replace(paths.dense / "faiss.tmp", paths.dense / "faiss.index")
+    index = make_faiss(vecs, ids, report.kind)
+    filewrite.save_with(paths.dense / "faiss.index", lambda tmp: faiss.write_index(index, tmp))
     if not report.missing:
         shutil.rmtree(paths.pending, ignore_errors=True)
 
@@ -497,28 +525,23 @@ def _build_bm25(
     if progress:
         progress(ProgressEvent(0, len(ids), "bm25", f"Building the BM25 index ({len(ids)} papers)"))
     tmp = paths.root / "bm25.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    filewrite.remove(tmp)
+    tmp.mkdir()  # a new folder of ours (mkdir never follows a link): its files are ours too
     if ids:
         BM25Index.build(ids, texts, params).save(tmp)
     else:
-        tmp.mkdir(parents=True)
         np.save(tmp / "ids.npy", np.empty(0, np.int64))
     np.save(tmp / "years.npy", np.asarray(years, dtype=np.int32))
     meta_path = tmp / "bm25.json"
     meta = (
-        json.loads(meta_path.read_text())
+        index_files.load_json(meta_path)
         if meta_path.exists()
         else {"k1": params.k1, "b": params.b, "stem": params.stem}
     )
     meta["versions"] = digest
-    meta_path.write_text(json.dumps(meta, indent=1))
-    old = paths.root / "bm25.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if paths.bm25.exists():
-        os.replace(paths.bm25, old)  # a kill from here on leaves bm25.old or the new bm25
+    filewrite.write_text(meta_path, json.dumps(meta, indent=1))
     faults.point("index.bm25")
-    os.replace(tmp, paths.bm25)
-    shutil.rmtree(old, ignore_errors=True)
+    filewrite.replace_dir(tmp, paths.bm25)  # a kill leaves the old bm25 or the new one
     if progress:
         progress(
             ProgressEvent(len(ids), len(ids), "bm25", f"BM25 index over {len(ids)} papers done")

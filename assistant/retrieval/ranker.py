@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assistant import filewrite
 from assistant.errors import AssistantError
 from assistant.retrieval.bibsignals import SIGNALS, LibraryStats, signals
 
@@ -70,9 +71,7 @@ class LearnedRanker:
     def save(self, folder: Path, extra: dict | None = None) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "ranker.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({**self.to_dict(), **(extra or {})}, indent=1) + "\n")
-        tmp.replace(path)
+        filewrite.write_text(path, json.dumps({**self.to_dict(), **(extra or {})}, indent=1) + "\n")
         return path
 
 

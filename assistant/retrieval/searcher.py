@@ -12,6 +12,7 @@ import numpy as np
 
 from assistant.config import index_dir_for
 from assistant.errors import AssistantError
+from assistant.retrieval import index_files
 from assistant.retrieval.bm25 import BM25Index, top_k
 from assistant.retrieval.index import IndexPaths
 from assistant.retrieval.query import QueryParts
@@ -70,16 +71,36 @@ class Searcher:
                 f"the library {library.path} is empty: import papers first "
                 "(`assistant library import FILE`), then run `assistant index`"
             )
-        meta = paths.read_meta()
-        if not meta or not (paths.bm25 / "bm25.json").exists():
+        meta = paths.read_meta(strict=True)
+        if not meta or not index_files.is_regular(paths.bm25 / "bm25.json"):
             raise IndexMissingError(
                 f"no index for {library.path} (expected in {paths.root}): run `assistant index`"
             )
+        index_files.check_folder(paths.root)  # no FIFO, device, link or stray folder is opened
         bm25 = BM25Index.load(paths.bm25)
         years_path = paths.bm25 / "years.npy"
-        years = np.load(years_path) if years_path.exists() else np.full(len(bm25.ids), -1, np.int32)
+        if index_files.is_regular(years_path):
+            years = index_files.load_npy(years_path)
+            index_files.expect(
+                years.shape == bm25.ids.shape, years_path, "years do not match the BM25 papers"
+            )
+        else:
+            years = np.full(len(bm25.ids), -1, np.int32)
         faiss_index = None
-        if need_dense and (paths.dense / "faiss.index").exists() and meta.get("count", 0):
+        faiss_path = paths.dense / "faiss.index"
+        if need_dense and index_files.is_regular(faiss_path) and meta.get("count", 0):
+            with index_files.reading(faiss_path):
+                faiss_index = faiss.read_index(str(faiss_path))
+            index_files.expect(
+                faiss_index.ntotal == meta.get("count"),
+                faiss_path,
+                f"{faiss_index.ntotal} vectors but meta.json says {meta.get('count')}",
+            )
+            index_files.expect(
+                faiss_index.d == int(meta.get("dim") or faiss_index.d),
+                faiss_path,
+                f"vectors of {faiss_index.d} dimensions, meta.json says {meta.get('dim')}",
+            )
             if encoder is None:
                 from assistant.retrieval.index import load_index_encoder
 
@@ -89,7 +110,12 @@ class Searcher:
                     f"the index in {paths.root} was built with encoder {meta.get('fingerprint')!r} "
                     f"but the active encoder is {encoder.fingerprint!r}: run `assistant index`"
                 )
-            faiss_index = faiss.read_index(str(paths.dense / "faiss.index"))
+            dim = int(getattr(encoder, "dim", 0) or faiss_index.d)
+            index_files.expect(
+                faiss_index.d == dim,
+                faiss_path,
+                f"vectors of {faiss_index.d} dimensions, not {dim}",
+            )
         searcher = cls(paths, bm25, years, faiss_index, encoder, meta)
         if meta.get("missing"):
             searcher.warnings.append(

@@ -8,7 +8,10 @@ papers and the case's good records, and pass SQLite's integrity check.
 
 Counted: crashes (a traceback, a non-``AssistantError`` failure, death by a signal), hangs,
 good records lost (committed or expected-good titles missing after the import) and network
-calls (any attempt to resolve a name or open an internet socket).
+calls (any attempt to resolve a name or open an internet socket). The attack classes
+(:mod:`tools.reliability.attacks`: received libraries and manuscript folders, links and special
+files at every write target) also count files written outside the case's targets and code
+executions.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tools.reliability import attacks
 from tools.reliability.corpus import Case, generate
 
 COMMITTED = ["Committed paper one", "Committed paper two", "Committed paper three"]
@@ -42,6 +46,8 @@ class Outcome:
     lost: list[str] = field(default_factory=list)
     network: int = 0
     message: str = ""
+    outside: list[str] = field(default_factory=list)  # files written outside the targets
+    executed: int = 0  # code executions (PWNED markers after running the start-up files)
 
 
 def install_network_guard(log_path: str) -> None:
@@ -104,6 +110,87 @@ def _child(case: Case, db: str, out_dir: str) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _attack_child(case: attacks.AttackCase, world: attacks.World, out_dir: str) -> None:
+    """Runs in the forked child: one entry point on an attacker's files."""
+    out = os.open(os.path.join(out_dir, "stdout"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    err = os.open(os.path.join(out_dir, "stderr"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    os.environ.update(attacks.env_for(world))
+    install_network_guard(os.path.join(out_dir, "network"))
+    from assistant.cli import main
+    from assistant.errors import AssistantError
+
+    code = 0
+    try:
+        if callable(case.action):
+            case.action(world)
+        else:
+            main.main(attacks.fill(case.action, world), prog_name="assistant")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except AssistantError as exc:  # a clean refusal, as the GUI/LSP would show it
+        print(f"Error: {exc}", file=sys.stderr)
+        code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = CRASH_EXIT
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run_attack(case: attacks.AttackCase, work: Path, timeout: float) -> Outcome:
+    folder = Path(tempfile.mkdtemp(prefix="attack-", dir=work))
+    world = attacks.make_world(folder)
+    case.setup(world)
+    run_dir = folder / "_run"
+    run_dir.mkdir()
+    before = attacks.fingerprint(folder)
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=_attack_child, args=(case, world, str(run_dir)))
+    start = time.monotonic()
+    proc.start()
+    proc.join(timeout)
+    hung = proc.is_alive()
+    if hung:
+        proc.kill()
+        proc.join()
+    seconds = time.monotonic() - start
+    outside = attacks.written_outside(world, before, attacks.fingerprint(folder))
+    executed = attacks.code_executed(world)
+    err = (run_dir / "stderr").read_text(errors="replace")
+    network = (run_dir / "network").read_text() if (run_dir / "network").exists() else ""
+    code = proc.exitcode
+    if hung:
+        status = "hang"
+    elif code is None or code < 0 or code == CRASH_EXIT or "Traceback (most recent call" in err:
+        status = "crash"
+    else:
+        status = "ok" if code == 0 else "error"
+    lost: list[str] = []
+    if world.db.exists():
+        titles, check = _titles(world.db)
+        lost = [t for t in case.good if t not in titles]
+        if check != "ok":
+            lost.append(f"integrity_check: {check}")
+    message = err.strip().splitlines()[-1] if err.strip() else ""
+    shutil.rmtree(folder, ignore_errors=True)
+    return Outcome(
+        case.name,
+        case.category,
+        "attack",
+        status,
+        code,
+        round(seconds, 2),
+        lost,
+        network.count("\n\n"),
+        message[:300],
+        outside,
+        executed,
+    )
 
 
 def _titles(db: Path) -> tuple[set[str], str]:
@@ -189,6 +276,9 @@ def run(
             cases = [c for c in cases if only in c.name or only == c.category]
         template = _template(work)
         outcomes = [run_case(c, template, work, timeout) for c in cases]
+        for attack in attacks.generate():
+            if not only or only in attack.name or only == attack.category:
+                outcomes.append(run_attack(attack, work, timeout))
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)
@@ -204,13 +294,19 @@ def summarise(outcomes: list[Outcome]) -> dict:
         row = by_category.setdefault(o.category, {"inputs": 0, "ok": 0, "error": 0})
         row["inputs"] += 1
         row[o.status] = row.get(o.status, 0) + 1
-    bad = [o for o in outcomes if o.status in ("crash", "hang") or o.lost or o.network]
+    bad = [
+        o
+        for o in outcomes
+        if o.status in ("crash", "hang") or o.lost or o.network or o.outside or o.executed
+    ]
     return {
         "inputs": len(outcomes),
         "crashes": sum(o.status == "crash" for o in outcomes),
         "hangs": sum(o.status == "hang" for o in outcomes),
         "records_lost": sum(len(o.lost) for o in outcomes),
         "network_calls": sum(o.network for o in outcomes),
+        "files_written_outside_targets": sum(len(o.outside) for o in outcomes),
+        "code_executions": sum(o.executed for o in outcomes),
         "clean_errors": sum(o.status == "error" for o in outcomes),
         "ok": sum(o.status == "ok" for o in outcomes),
         "slowest_s": max((o.seconds for o in outcomes), default=0.0),
@@ -237,4 +333,5 @@ def main(argv: list[str] | None = None) -> int:
     summary = run(args.timeout, args.only, details=args.details)
     print(json.dumps(summary, indent=1, ensure_ascii=False))
     failed = summary["crashes"] or summary["hangs"] or summary["records_lost"]
+    failed = failed or summary["files_written_outside_targets"] or summary["code_executions"]
     return 1 if failed or summary["network_calls"] else 0

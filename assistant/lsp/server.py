@@ -29,7 +29,7 @@ from pygls.lsp.server import LanguageServer
 
 from assistant import __version__
 from assistant.errors import Cancelled
-from assistant.lsp import actions, backend, bibfiles, completion, diagnostics, hover
+from assistant.lsp import actions, backend, bibfiles, completion, diagnostics, framing, hover
 from assistant.lsp.citations import key_at, slot_at
 from assistant.lsp.edits import EditPlan, citation_insert, is_empty, plan
 from assistant.lsp.protocol import SafeProtocol, report_unreadable
@@ -71,6 +71,8 @@ class CiteAssistServer(LanguageServer):
         self.rec_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-recommend")
         self.finder_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-finder")
         self.loader_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-loader")
+        # never waited for: its thread may block in read() when the server leaves
+        self.stdin_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-stdin")
         self._register()
 
     # --- plumbing -----------------------------------------------------------------------------
@@ -79,6 +81,30 @@ class CiteAssistServer(LanguageServer):
         if report_unreadable(self.protocol, error):
             return
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """Serve over stdio with the hardened frame reader (:mod:`assistant.lsp.framing`)."""
+        import sys
+
+        from pygls.io_ import StdoutWriter
+
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        frames = framing.run_frames(
+            self._stop_event,
+            stdin or sys.stdin.buffer,
+            self.protocol,
+            self.report_server_error,
+            self.stdin_pool,
+        )
+        try:
+            asyncio.run(frames)
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     def post(self, fn: Callable, *args) -> None:
         """Run ``fn(*args)`` on the message loop (from any thread)."""
@@ -238,7 +264,8 @@ class CiteAssistServer(LanguageServer):
     def _progress_end(self, token: str | None, message: str) -> None:
         if token is not None:
             self.protocol.notify(
-                types.PROGRESS, types.ProgressParams(token, types.WorkDoneProgressEnd(message))
+                types.PROGRESS,
+                types.ProgressParams(token, types.WorkDoneProgressEnd(message=message)),
             )
 
     async def wait_keys(self) -> completion.KeyIndex | None:

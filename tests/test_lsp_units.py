@@ -178,7 +178,9 @@ def test_completion_order_keys_then_recommendations(tmp_path):
     result = completion.build_list(doc, slot, keys, recs, empty, False, label_details=True)
     labels = [i.label for i in sorted(result.items, key=lambda i: i.sort_text)]
     assert labels[:2] == ["zeta2020", "alpine2020x"] and "alpha2019" in labels[2:]
-    assert result.items[0].label_details.description == "2019 · method 80%"
+    # citar-like rows: author and year next to the key, the title (and intent) after
+    assert result.items[0].label_details.detail == " Lee 2019"
+    assert result.items[0].label_details.description == "Title zeta2020 · method 80%"
 
 
 def test_completion_uses_the_bib_key_of_the_same_paper(tmp_path):

@@ -335,6 +335,22 @@ class Library:
             ).fetchone()
         return self._paper(row) if row else None
 
+    def citekey_rows(self) -> tuple[list[tuple], dict[str, str]]:
+        """What an editor completes: ``(citekey, title, authors_json, year, venue, doi,
+        added_at)`` of every paper outside the trash (newest first), and ``alias -> citekey``
+        for the keys merged into them (old ``\\cite{}``s)."""
+        rows = self.conn.execute(
+            "SELECT p.citekey, p.title, p.authors, p.year, p.venue, p.doi, p.added_at "
+            f"FROM papers p WHERE p.citekey IS NOT NULL AND {_LIVE} ORDER BY p.added_at DESC, p.id DESC"
+        ).fetchall()
+        aliases = dict(
+            self.conn.execute(
+                "SELECT a.alias, p.citekey FROM citekey_aliases a JOIN papers p ON p.id = a.paper_id "
+                f"WHERE {_LIVE}"
+            ).fetchall()
+        )
+        return rows, aliases
+
     def iter_papers(self, batch_size: int = 1000) -> Iterator[Paper]:
         """All papers by id (the trash left out), fetched in batches (safe on a 100k-paper library)."""
         last = -1

@@ -10,8 +10,8 @@ lower-case header or LF-only lines leave it deaf, a short body swallows the next
 - cuts a short body where the next header starts (a raw header line cannot occur inside JSON,
   whose strings hold no raw line breaks), answers it with a parse error and reads on;
 - refuses a body over :data:`MAX_BODY` with an error and skips it in bounded chunks;
-- answers a body JSON cannot hold (a 5,000-digit number, 50,000 levels of nesting) with an error
-  for its ``id`` when that can be read.
+- answers a body Python's JSON cannot hold (a 5,000-digit number, 50,000 levels of nesting) with
+  an error for its ``id`` (invalid parameters, or a request nested too deeply).
 """
 
 from __future__ import annotations
@@ -179,9 +179,13 @@ async def run_frames(stop_event, stdin: BinaryIO, protocol, error_handler, execu
         while (body := reader.pop()) is not None:
             try:
                 message = decode(body, protocol.structure_message)
-            except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, digits
-                reason = "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
-                protocol.send_error(_request_id(body), PARSE_ERROR, f"parse error: {reason[:200]}")
+            except RecursionError:  # valid JSON nested deeper than Python parses: answer its id
+                protocol.send_error(
+                    _request_id(body), INVALID_REQUEST, "message nested too deeply to read"
+                )
+                continue
+            except ValueError as exc:  # JSONDecodeError, bad UTF-8: id null (JSON-RPC 2.0)
+                protocol.send_error(None, PARSE_ERROR, f"parse error: {str(exc)[:200]}")
                 reader.rescan(body)
                 continue
             except Exception as exc:

@@ -30,7 +30,7 @@ from pygls.lsp.server import LanguageServer
 from assistant import __version__
 from assistant.errors import Cancelled
 from assistant.lsp import actions, backend, bibfiles, completion, diagnostics, framing, hover
-from assistant.lsp.citations import key_at, slot_at
+from assistant.lsp.citations import key_at, key_spans, slot_at
 from assistant.lsp.edits import EditPlan, citation_insert, is_empty, plan
 from assistant.lsp.protocol import SafeProtocol, report_unreadable
 from assistant.lsp.text import DocState, style_for, uri_to_path
@@ -60,6 +60,7 @@ class CiteAssistServer(LanguageServer):
         self.bibs = bibfiles.BibCache(self._open_bib_text)
         self.rec_cache = completion.RecommendationCache(cache_size)
         self.missing: dict[str, list[diagnostics.MissingMark]] = {}
+        self._cited: dict[str, tuple[int, list[str]]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._keys_event: asyncio.Event | None = None
         self._diag_handles: dict[str, asyncio.TimerHandle] = {}
@@ -198,13 +199,18 @@ class CiteAssistServer(LanguageServer):
             self._status("off", "recommendations are switched off (--no-recommend)")
 
     async def _load_keys(self) -> None:
+        def load() -> completion.KeyIndex:
+            found = self.backend.keys()
+            index = completion.KeyIndex(found.entries, found.aliases)
+            index.searching(["_"], 1)  # build the word index here, not on the first keystroke
+            return index
+
         try:
-            entries = await self.run_io(self.backend.keys)
+            self.keys = await self.run_io(load)
         except Exception as exc:
             log.warning("cannot read the library: %s", exc)
             self._warn(f"cannot read the library: {exc}", types.MessageType.Error)
-            entries = []
-        self.keys = completion.KeyIndex(entries)
+            self.keys = completion.KeyIndex([])
         self._keys_event.set()
         self._status("keys", f"{len(self.keys)} library keys loaded from {self.backend.db_path}")
         for uri in list(self.docs):
@@ -336,6 +342,7 @@ class CiteAssistServer(LanguageServer):
         uri = params.text_document.uri
         doc = self.docs.pop(uri, None)
         self.missing.pop(uri, None)
+        self._cited.pop(uri, None)
         handle = self._diag_handles.pop(uri, None)
         if handle is not None:
             handle.cancel()
@@ -404,8 +411,30 @@ class CiteAssistServer(LanguageServer):
             else:
                 incomplete = self.state not in ("failed", "off")
         return completion.build_list(
-            doc, slot, keys, suggestions, bibs, incomplete, self._label_details()
+            doc,
+            slot,
+            keys,
+            suggestions,
+            bibs,
+            incomplete,
+            self._label_details(),
+            cited=self._cited_keys() if not slot.prefix else None,
         )
+
+    def _cited_keys(self) -> list[str]:
+        """Keys the open manuscripts cite (most cited first), kept per document version."""
+        from collections import Counter
+
+        counts: Counter = Counter()
+        for uri, doc in list(self.docs.items()):
+            if doc.style is None:
+                continue
+            cached = self._cited.get(uri)
+            if cached is None or cached[0] != doc.generation:
+                cached = (doc.generation, [s.key for s in key_spans(doc.text, doc.style)])
+                self._cited[uri] = cached
+            counts.update(cached[1])
+        return [k for k, _ in counts.most_common()]
 
     def _label_details(self) -> bool:
         caps = self.client_capabilities

@@ -161,3 +161,130 @@ def test_entry_added_to_a_crlf_bib_keeps_crlf_and_the_file_style(library, tmp_pa
         assert b"\n" not in data.replace(b"\r\n", b"")
     finally:
         s.close()
+
+
+def _labels(result: dict) -> list[str]:
+    return [i["label"] for i in result["items"]]
+
+
+def test_key_list_leaves_out_the_trash_and_knows_aliases(library, tmp_path):
+    tex = tmp_path / "a.tex"
+    text = f"See \\cite{{}} and \\cite{{{library['alias']}}}.\n"
+    tex.write_text(text, encoding="utf-8")
+    (tmp_path / "refs.bib").write_text("", encoding="utf-8")
+    s = Session(library["env"], tmp_path)
+    try:
+        n = len(s.client.messages)
+        uri = s.client.open(tex, "latex", text)
+        result = s.complete(uri, text, text.index("{}") + 1)
+        labels = _labels(result)
+        assert library["trashed"] not in labels and "dup2010new" in labels
+        assert result["isIncomplete"] is True  # nothing typed: asked again as the user types
+        codes = {d["code"] for d in s.diagnostics(uri, n)}
+        assert "unknown-key" not in codes  # the merged-away key is an alias, not unknown
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "language_id", "text", "cursor"),
+    [
+        ("a.tex", "latex", "As \\Cite{|} shows.", "|"),
+        ("a.tex", "latex", "As \\cites{other}[p.~3]{|} show.", "|"),
+        ("a.md", "markdown", "As @| shows.", "|"),
+        ("a.md", "latex", "One Eglot entry for both: [@|].", "|"),  # wrong languageId
+    ],
+)
+def test_citation_forms_that_open_completion(library, tmp_path, name, language_id, text, cursor):
+    offset = text.index(cursor)
+    text = text.replace(cursor, "")
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    s = Session(library["env"], tmp_path)
+    try:
+        uri = s.client.open(path, language_id, text)
+        result = s.complete(uri, text, offset)
+        assert result is not None and library["keys"][0] in _labels(result)
+    finally:
+        s.close()
+
+
+def test_filtering_by_author_title_word_and_year(library, tmp_path):
+    s = Session(library["env"], tmp_path)
+    keys = library["keys"]
+    try:
+        for typed, expected in (("chuklin", keys[2]), ("propens", keys[0]), ("2016", keys[1])):
+            text = f"See \\cite{{{typed}}}.\n"
+            path = tmp_path / "a.tex"
+            path.write_text(text, encoding="utf-8")
+            uri = s.client.open(path, "latex", text)
+            result = s.complete(uri, text, text.index("}"))
+            assert expected in _labels(result), (typed, _labels(result))
+            item = next(i for i in result["items"] if i["label"] == expected)
+            assert typed in item["filterText"].lower()  # the editor's own filter keeps it
+            s.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    finally:
+        s.close()
+
+
+def test_two_bib_files_none_named_both_define_keys(library, tmp_path):
+    (tmp_path / "a.bib").write_text("@misc{alpha1, title={A}}\n", encoding="utf-8")
+    (tmp_path / "b.bib").write_text("@misc{beta2, title={B}}\n", encoding="utf-8")
+    text = "Both \\cite{alpha1} and \\cite{beta2}.\n"
+    path = tmp_path / "m.tex"
+    path.write_text(text, encoding="utf-8")
+    s = Session(library["env"], tmp_path)
+    try:
+        n = len(s.client.messages)
+        uri = s.client.open(path, "latex", text)
+        assert s.diagnostics(uri, n) == []
+        pos = LineIndex(text).position(text.index("beta2") + 1)
+        loc = s.client.request(
+            "textDocument/definition",
+            {
+                "textDocument": {"uri": uri},
+                "position": {"line": pos.line, "character": pos.character},
+            },
+        )
+        assert loc["uri"].endswith("/b.bib")
+    finally:
+        s.close()
+
+
+def test_unclosed_cite_gives_a_one_line_diagnostic(library, tmp_path):
+    text = "We show \\cite{nosuch\nthat the rest of the paragraph\ncontinues here}.\n"
+    path = tmp_path / "m.tex"
+    path.write_text(text, encoding="utf-8")
+    (tmp_path / "refs.bib").write_text("", encoding="utf-8")
+    s = Session(library["env"], tmp_path)
+    try:
+        n = len(s.client.messages)
+        uri = s.client.open(path, "latex", text)
+        diags = s.diagnostics(uri, n)
+        assert diags and all(
+            d["range"]["start"]["line"] == d["range"]["end"]["line"] for d in diags
+        )
+    finally:
+        s.close()
+
+
+def test_diagnostic_goes_once_the_bib_entry_is_saved(library, tmp_path):
+    """The editor applied the entry to refs.bib and saved it: the warning leaves at the save,
+    not at the next edit."""
+    key = library["keys"][2]
+    bib = tmp_path / "refs.bib"
+    bib.write_text("", encoding="utf-8")
+    text = f"See \\cite{{{key}}}.\n\\bibliography{{refs}}\n"
+    path = tmp_path / "m.tex"
+    path.write_text(text, encoding="utf-8")
+    s = Session(library["env"], tmp_path)
+    try:
+        n = len(s.client.messages)
+        uri = s.client.open(path, "latex", text)
+        assert [d["code"] for d in s.diagnostics(uri, n)] == ["not-in-bib"]
+        bib.write_text(f"@misc{{{key},\n  title = {{Click Models}}\n}}\n", encoding="utf-8")
+        n = len(s.client.messages)
+        s.client.notify("textDocument/didSave", {"textDocument": {"uri": bib.resolve().as_uri()}})
+        assert s.diagnostics(uri, n) == []
+    finally:
+        s.close()

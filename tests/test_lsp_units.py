@@ -109,7 +109,10 @@ def test_bib_names_and_locations(tmp_path):
     (tmp_path / "paper" / "only.bib").write_text("")
     assert bibfiles.bib_paths(plain) == [(tmp_path / "paper" / "only.bib").resolve()]
     (tmp_path / "paper" / "second.bib").write_text("")
-    assert bibfiles.bib_paths(plain) == []  # ambiguous: none
+    assert bibfiles.bib_paths(plain) == [  # two and none named: both define keys
+        (tmp_path / "paper" / "only.bib").resolve(),
+        (tmp_path / "paper" / "second.bib").resolve(),
+    ]
 
 
 def _doc(path: Path, text: str, style: str) -> DocState:

@@ -3,8 +3,8 @@ edit that adds an entry.
 
 Where entries go: the files the manuscript names (``\\bibliography{a,b}``,
 ``\\addbibresource{refs.bib}``, YAML ``bibliography:``), resolved against its folder; a named
-file outside that folder is used when it exists, never created. When none is named, the only
-``.bib`` file in the manuscript's own folder, if there is exactly one; otherwise none.
+file outside that folder is used when it exists, never created. When none is named, every
+``.bib`` file in the manuscript's own folder (new entries go to the first by name).
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def bib_paths(doc: DocState) -> list[Path]:
         found = sorted(p for p in doc.path.parent.glob("*.bib") if p.is_file())
     except OSError:
         return []
-    return [found[0].resolve()] if len(found) == 1 else []
+    return [p.resolve() for p in found]
 
 
 def bib_set(doc: DocState, cache: BibCache) -> BibSet:

@@ -315,7 +315,9 @@ class CiteAssistServer(LanguageServer):
     # --- documents ----------------------------------------------------------------------------
     def _did_open(self, params: types.DidOpenTextDocumentParams) -> None:
         item = params.text_document
-        is_bib = item.language_id == "bibtex" or item.uri.lower().endswith(".bib")
+        is_bib = item.uri.lower().endswith(".bib") or (
+            item.language_id == "bibtex" and not item.uri.lower().endswith((".tex", ".md"))
+        )
         style = None if is_bib else style_for(item.uri, item.language_id, item.text)
         self.docs[item.uri] = DocState(item.uri, item.text, item.version, style, self._encoding)
         if is_bib:
@@ -354,9 +356,44 @@ class CiteAssistServer(LanguageServer):
             )
 
     def _did_save(self, params: types.DidSaveTextDocumentParams) -> None:
-        doc = self.docs.get(params.text_document.uri)
-        if doc is not None and doc.style is None:
-            self._refresh_all()
+        """A save may have written a .bib (the editor applied our edit to a buffer and saved
+        it): diagnostics of every manuscript are checked again."""
+        path = uri_to_path(params.text_document.uri)
+        if path is not None and path.suffix.lower() == ".bib":
+            self.bibs.invalidate(path.resolve())
+        self._refresh_all()
+
+    def _did_change_watched(self, params: types.DidChangeWatchedFilesParams) -> None:
+        """A .bib changed on disk (saved by another program, or by the editor unopened)."""
+        for change in params.changes:
+            path = uri_to_path(change.uri)
+            if path is not None:
+                self.bibs.invalidate(path.resolve())
+        self._refresh_all(0.1)
+
+    async def _watch_bib_files(self) -> None:
+        caps = self.client_capabilities
+        ws = caps.workspace if caps else None
+        watched = ws.did_change_watched_files if ws else None
+        if not (watched and watched.dynamic_registration):
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*.bib")]
+        )
+        try:
+            await self.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id=f"cite-assist-bib-{uuid.uuid4()}",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=options,
+                        )
+                    ]
+                )
+            )
+        except Exception as exc:
+            log.debug("no file watching: %s", exc)
 
     def _refresh_all(self, delay: float = 0.0) -> None:
         for uri, doc in list(self.docs.items()):
@@ -580,6 +617,8 @@ class CiteAssistServer(LanguageServer):
         start = doc.lines.offset(types.Position(sl, sc))
         end = doc.lines.offset(types.Position(el, ec))
         selection = (start, end) if end > start else None
+        if selection is not None and not any(c.isspace() for c in doc.text[start:end]):
+            selection = None  # one word (what Eglot sends for the point): a caret, not a span
         if selection is None:
             start, end = backend.sentence_bounds(doc.text, start)
 
@@ -602,6 +641,17 @@ class CiteAssistServer(LanguageServer):
             f"{s.key} — {s.title[:60]} ({s.year or 'n.d.'}){' · ' + s.intent_chip if s.intent_chip else ''}"
             for s in found
         ]
+        # answer now (editors time out waiting for a pick); the pick and the insert follow
+        self.loop.create_task(self._pick_and_cite(uri, doc, start, end, found, labels))
+        return {"suggestions": suggestions, "chosen": None, "pending": True}
+
+    async def _pick_and_cite(self, uri, doc, start, end, found, labels) -> None:
+        try:
+            await self._pick_and_cite_now(uri, doc, start, end, found, labels)
+        except Exception as exc:  # the client went away, the document closed ...
+            log.warning("recommend here: %s", exc)
+
+    async def _pick_and_cite_now(self, uri, doc, start, end, found, labels) -> None:
         snippet = " ".join(doc.text[start:end].split())
         choice = await self.window_show_message_request_async(
             types.ShowMessageRequestParams(
@@ -611,18 +661,17 @@ class CiteAssistServer(LanguageServer):
             )
         )
         if choice is None or choice.title not in labels:
-            return {"suggestions": suggestions, "chosen": None}
+            return
         chosen = found[labels.index(choice.title)]
         key = chosen.key
         current = self._require(uri)
         if current.text[start:end] != doc.text[start:end]:
             self._warn("the sentence changed meanwhile; nothing inserted")
-            return {"suggestions": suggestions, "chosen": key, "applied": False}
+            return
         bibs = await self.bib_set(current)
         cite_key = bibs.key_for_doi(chosen.doi) or key  # the .bib's own key for this paper
         insert = citation_insert(current, start, end, cite_key)
-        result = await self._add_entries(current, bibs, key, [(current, *insert)], f"Cite {key}")
-        return {"suggestions": suggestions, "chosen": key, **result}
+        await self._add_entries(current, bibs, key, [(current, *insert)], f"Cite {key}")
 
     async def cmd_find_missing(self, *args):
         (uri,) = _args(args, (str,), "uri")
@@ -656,6 +705,8 @@ class CiteAssistServer(LanguageServer):
         self.feature(types.TEXT_DOCUMENT_DID_CHANGE)(_plain(self._did_change))
         self.feature(types.TEXT_DOCUMENT_DID_CLOSE)(_plain(self._did_close))
         self.feature(types.TEXT_DOCUMENT_DID_SAVE)(_plain(self._did_save))
+        self.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(_plain(self._did_change_watched))
+        self.feature(types.INITIALIZED)(_plain(self._initialized))
         self.feature(
             types.TEXT_DOCUMENT_COMPLETION,
             types.CompletionOptions(trigger_characters=["{", ",", "@"], resolve_provider=True),
@@ -676,6 +727,10 @@ class CiteAssistServer(LanguageServer):
         self.command(completion.ADD_BIB_COMMAND)(_plain(self.cmd_add_bib_entry))
         self.command(actions.RECOMMEND_HERE)(_plain(self.cmd_recommend_here))
         self.command(actions.FIND_MISSING)(_plain(self.cmd_find_missing))
+
+    def _initialized(self, *_args) -> None:
+        if self.loop is not None:
+            self.loop.create_task(self._watch_bib_files())
 
     def _on_shutdown(self, *_args) -> None:
         self.shutdown_requested = True

@@ -335,13 +335,14 @@ class Library:
             ).fetchone()
         return self._paper(row) if row else None
 
-    def citekey_rows(self) -> tuple[list[tuple], dict[str, str]]:
+    def citekey_rows(self, limit: int = -1) -> tuple[list[tuple], dict[str, str]]:
         """What an editor completes: ``(citekey, title, authors_json, year, venue, doi,
-        added_at)`` of every paper outside the trash (newest first), and ``alias -> citekey``
-        for the keys merged into them (old ``\\cite{}``s)."""
+        added_at)`` of the papers outside the trash, newest first (``limit`` of them; -1: all),
+        and ``alias -> citekey`` for the keys merged into them (old ``\\cite{}``s)."""
         rows = self.conn.execute(
             "SELECT p.citekey, p.title, p.authors, p.year, p.venue, p.doi, p.added_at "
-            f"FROM papers p WHERE p.citekey IS NOT NULL AND {_LIVE} ORDER BY p.added_at DESC, p.id DESC"
+            f"FROM papers p WHERE p.citekey IS NOT NULL AND {_LIVE} ORDER BY p.id DESC LIMIT ?",
+            (limit,),
         ).fetchall()
         aliases = dict(
             self.conn.execute(

@@ -181,11 +181,12 @@ class Backend:
                 self._quick = open_library(self.db_path)
             return self._quick
 
-    def keys(self) -> LibraryKeys:
-        """Every library paper with a citekey outside the trash, newest first (title, authors,
-        year; no abstracts), and the aliases of merged keys."""
-        rows, aliases = self._library().citekey_rows()
-        self._signature = self._library_signature()
+    def keys(self, limit: int = -1) -> LibraryKeys:
+        """The library papers with a citekey outside the trash, newest first (title, authors,
+        year; no abstracts; ``limit`` of them, -1: all), and the aliases of merged keys."""
+        rows, aliases = self._library().citekey_rows(limit)
+        if limit < 0:
+            self._signature = self._library_signature()
         out = [
             KeyEntry(key, title or "", tuple(_authors(authors)), _year(year), venue or "", doi)
             for key, title, authors, year, venue, doi, _added in rows

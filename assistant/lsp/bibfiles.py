@@ -10,6 +10,7 @@ file outside that folder is used when it exists, never created. When none is nam
 from __future__ import annotations
 
 import bisect
+import gc
 import logging
 import re
 import threading
@@ -233,6 +234,9 @@ class BibCache:
                 bib = BibFile(path, "", True, [], [f"{path}: {exc}"])
         else:
             bib = BibFile(path, "", False)
+        if len(bib.entries) > 10_000:
+            bib.index  # noqa: B018 (built here, on the I/O thread, not on a keystroke)
+            gc.freeze()  # a big index is long-lived: keep it out of the collector's full scans
         with self._lock:
             self._cache[path] = (stamp, bib)
         return bib

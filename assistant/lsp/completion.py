@@ -25,7 +25,7 @@ from assistant.lsp.text import DocState
 
 ADD_BIB_COMMAND = "citeAssist.addBibEntry"
 #: at most this many key items per answer (the list is marked incomplete beyond)
-MAX_KEY_ITEMS = 200
+MAX_KEY_ITEMS = 100
 RECOMMENDATIONS = 10
 
 
@@ -40,6 +40,7 @@ class KeyIndex:
         self.by_key = {e.key: e for e in self.entries}
         self.aliases = dict(aliases or {})
         self._words: tuple[str, list[int]] | None = None
+        self.complete = True  # False: the newest papers only, while the whole list loads
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -229,7 +230,6 @@ def build_list(
                 if e.key not in taken and e.key not in matches:
                     words[e.key] = library(e)
     else:
-        truncated = True  # everything matches an empty slot: the editor asks again as one types
         if keys is not None:
             for key in cited or []:
                 e = keys.by_key.get(key)
@@ -301,7 +301,10 @@ def build_list(
                 arguments=[doc.uri, insert],
             )
         items.append(item)
-    return types.CompletionList(is_incomplete=incomplete or truncated, items=items)
+    complete = keys is None or keys.complete
+    if not prefix and items:
+        truncated = True  # everything matches an empty slot: the editor asks again as one types
+    return types.CompletionList(is_incomplete=incomplete or truncated or not complete, items=items)
 
 
 def _int(value: str) -> int | None:

@@ -14,6 +14,7 @@ sends ``$/cancelRequest`` for its request.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 import time
@@ -72,6 +73,7 @@ class CiteAssistServer(LanguageServer):
         self.rec_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-recommend")
         self.finder_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-finder")
         self.loader_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-loader")
+        self.keys_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-keys")
         # never waited for: its thread may block in read() when the server leaves
         self.stdin_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-stdin")
         self._register()
@@ -199,14 +201,21 @@ class CiteAssistServer(LanguageServer):
             self._status("off", "recommendations are switched off (--no-recommend)")
 
     async def _load_keys(self) -> None:
-        def load() -> completion.KeyIndex:
-            found = self.backend.keys()
+        def load(limit: int = -1) -> completion.KeyIndex:
+            found = self.backend.keys(limit)
             index = completion.KeyIndex(found.entries, found.aliases)
             index.searching(["_"], 1)  # build the word index here, not on the first keystroke
             return index
 
         try:
-            self.keys = await self.run_io(load)
+            if self.keys is None:  # the newest papers at once (a 112k library takes seconds)
+                partial = await self.run_io(load, completion.MAX_KEY_ITEMS)
+                partial.complete = False
+                self.keys = partial
+                self._keys_event.set()
+            # the whole list on its own thread: lookups and .bib reads go on meanwhile
+            self.keys = await asyncio.get_running_loop().run_in_executor(self.keys_pool, load)
+            gc.freeze()  # 100k long-lived entries: out of the collector's full scans
         except Exception as exc:
             log.warning("cannot read the library: %s", exc)
             self._warn(f"cannot read the library: {exc}", types.MessageType.Error)
@@ -309,7 +318,13 @@ class CiteAssistServer(LanguageServer):
         self._stopping.set()
         for token in list(self._tokens):
             token.set()
-        for pool in (self.rec_pool, self.finder_pool, self.io_pool, self.loader_pool):
+        for pool in (
+            self.rec_pool,
+            self.finder_pool,
+            self.io_pool,
+            self.loader_pool,
+            self.keys_pool,
+        ):
             pool.shutdown(wait=False, cancel_futures=True)
 
     # --- documents ----------------------------------------------------------------------------
@@ -419,6 +434,8 @@ class CiteAssistServer(LanguageServer):
         current = self._doc(uri)
         if current is None or current.generation != doc.generation or keys is None:
             return  # a newer version is on its way
+        if not keys.complete:
+            return  # the newest keys only: the whole list re-runs the diagnostics
         found = diagnostics.key_diagnostics(doc, keys, bibs)
         found += diagnostics.missing_diagnostics(doc, self.missing.get(uri, []))
         self.text_document_publish_diagnostics(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.lsp.client import StdioClient
+from assistant.lsp.client import LspError, StdioClient
 from assistant.lsp.text import LineIndex
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,5 +286,59 @@ def test_diagnostic_goes_once_the_bib_entry_is_saved(library, tmp_path):
         n = len(s.client.messages)
         s.client.notify("textDocument/didSave", {"textDocument": {"uri": bib.resolve().as_uri()}})
         assert s.diagnostics(uri, n) == []
+    finally:
+        s.close()
+
+
+def test_references_rename_symbols_and_bib_diagnostics(library, tmp_path):
+    """texlab parity: a key's citations across .tex and .md, renamed everywhere with its .bib
+    entry; .bib entries as symbols; duplicate and unused entries flagged in the .bib."""
+    bib = tmp_path / "refs.bib"
+    bib_text = (
+        "@misc{shared2020,\n  title = {Shared Paper}\n}\n\n"
+        "@misc{unused2019,\n  title = {Nobody Cites Me}\n}\n\n"
+        "@misc{Shared2020,\n  title = {Again}\n}\n"
+    )
+    bib.write_text(bib_text, encoding="utf-8")
+    tex_text = "See \\cite{shared2020} and \\citep{x, shared2020}.\n\\bibliography{refs}\n"
+    (tmp_path / "a.tex").write_text(tex_text, encoding="utf-8")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "b.md").write_text(
+        "---\nbibliography: ../refs.bib\n---\nAs [@shared2020] shows.\n", encoding="utf-8"
+    )
+    s = Session(library["env"], tmp_path)
+    try:
+        uri = s.client.open(tmp_path / "a.tex", "latex", tex_text)
+        pos = LineIndex(tex_text).position(tex_text.index("shared2020") + 2)
+        where = {
+            "textDocument": {"uri": uri},
+            "position": {"line": pos.line, "character": pos.character},
+        }
+        found = s.client.request(
+            "textDocument/references", {**where, "context": {"includeDeclaration": True}}
+        )
+        by_file = sorted(Path(loc["uri"]).name for loc in found)
+        assert by_file == ["a.tex", "a.tex", "b.md", "refs.bib", "refs.bib"], by_file
+        prepared = s.client.request("textDocument/prepareRename", where)
+        assert prepared["placeholder"] == "shared2020"
+        edit = s.client.request("textDocument/rename", {**where, "newName": "common2020"})
+        names = {Path(u).name: len(e) for u, e in edit["changes"].items()}
+        assert names == {"a.tex": 2, "b.md": 1, "refs.bib": 2}
+        with pytest.raises(LspError) as err:
+            s.client.request("textDocument/rename", {**where, "newName": "bad key,"})
+        assert err.value.code == -32602
+
+        n = len(s.client.messages)
+        bib_uri = s.client.open(bib, "bibtex", bib_text)
+        symbols = s.client.request(
+            "textDocument/documentSymbol", {"textDocument": {"uri": bib_uri}}
+        )
+        assert [x["name"] for x in symbols] == ["shared2020", "unused2019", "Shared2020"]
+        assert symbols[0]["detail"] == "Shared Paper"
+        ws = s.client.request("workspace/symbol", {"query": "unused"})
+        assert [x["name"] for x in ws] == ["unused2019"]
+        diags = s.diagnostics(bib_uri, n)
+        codes = sorted((d["code"], d["range"]["start"]["line"]) for d in diags)
+        assert codes == [("duplicate-entry", 8), ("unused-entry", 4)], codes
     finally:
         s.close()

@@ -342,3 +342,30 @@ def test_references_rename_symbols_and_bib_diagnostics(library, tmp_path):
         assert codes == [("duplicate-entry", 8), ("unused-entry", 4)], codes
     finally:
         s.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_special_and_oversized_bib_files_are_refused_not_read(library, tmp_path):
+    """A FIFO named refs.bib (was: completion and hover dead in every document) and a .bib over
+    the size cap (was: read whole) are skipped; the server keeps answering."""
+    os.mkfifo(tmp_path / "refs.bib")
+    (tmp_path / "big.bib").write_text("@misc{big1, title={B}}\n" + "%" * 2_000_000, "utf-8")
+    text = "See \\cite{}.\n\\bibliography{refs,big}\n"
+    path = tmp_path / "m.tex"
+    path.write_text(text, encoding="utf-8")
+    env = dict(library["env"], ASSISTANT_MAX_FILE_MB="1")
+    s = Session(env, tmp_path)
+    try:
+        uri = s.client.open(path, "latex", text)
+        result = s.complete(uri, text, text.index("{}") + 1)
+        labels = _labels(result)
+        assert library["keys"][0] in labels and "big1" not in labels
+        pos = LineIndex(text).position(1)
+        hover = s.client.request(
+            "textDocument/hover",
+            {"textDocument": {"uri": uri}, "position": {"line": pos.line, "character": 1}},
+            timeout=20,
+        )
+        assert hover is None
+    finally:
+        s.close()

@@ -197,3 +197,6 @@ async def run_frames(stop_event, stdin: BinaryIO, protocol, error_handler, execu
             except Exception as exc:
                 log.exception("unable to handle a message")
                 error_handler(exc, None)
+            # let the handler just started read the state its message saw (a request's document
+            # version) before the next message in the same chunk changes it
+            await asyncio.sleep(0)

@@ -91,7 +91,7 @@ def run(db: Path, bib: Path | None, rounds: int) -> dict:
         )
         all_keys_s = time.perf_counter() - t0
         # the .bib index (if any) and the word index are built by now or on the first requests
-        version, times, sizes = 1, [], []
+        version, times, sizes, slowest = 1, [], [], []
         for r in range(rounds):
             for typed in TYPED:
                 version += 1
@@ -110,6 +110,7 @@ def run(db: Path, bib: Path | None, rounds: int) -> dict:
                 elapsed = (time.perf_counter() - t) * 1000
                 if r > 0 or typed:  # the very first empty slot may still build indexes
                     times.append(elapsed)
+                    slowest.append((round(elapsed, 1), typed))
                 sizes.append(len(json.dumps(result)))
         times.sort()
         return {
@@ -126,6 +127,7 @@ def run(db: Path, bib: Path | None, rounds: int) -> dict:
             "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1),
             "max_ms": round(times[-1], 1),
             "max_answer_kb": round(max(sizes) / 1024, 1),
+            "slowest": sorted(slowest, reverse=True)[:4],
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "load_avg_1m": round(os.getloadavg()[0], 2),

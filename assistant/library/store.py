@@ -341,7 +341,9 @@ class Library:
         and ``alias -> citekey`` for the keys merged into them (old ``\\cite{}``s)."""
         rows = self.conn.execute(
             "SELECT p.citekey, p.title, p.authors, p.year, p.venue, p.doi, p.added_at "
-            f"FROM papers p WHERE p.citekey IS NOT NULL AND {_LIVE} ORDER BY p.id DESC LIMIT ?",
+            # "+": walk the rowids newest first and stop at the limit (not the deleted_at index)
+            "FROM papers p WHERE p.citekey IS NOT NULL AND +p.deleted_at IS NULL "
+            "ORDER BY p.id DESC LIMIT ?",
             (limit,),
         ).fetchall()
         aliases = dict(

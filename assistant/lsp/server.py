@@ -310,8 +310,10 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self._last_library_check = now
 
         async def check() -> None:
-            try:
-                changed = await self.run_io(self.backend.library_changed)
+            try:  # its own thread: a count over 100k papers must not delay .bib reads
+                changed = await asyncio.get_running_loop().run_in_executor(
+                    self.keys_pool, self.backend.library_changed
+                )
             except Exception:
                 return
             if changed:

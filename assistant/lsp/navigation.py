@@ -21,6 +21,8 @@ class NavigationMixin:
         snapshot = self._workspace_snapshot()
 
         def job():
+            if bib.text.count("@") > refs.MAX_UNUSED_CHECK:  # a shared big .bib: no walk
+                return refs.bib_diagnostics(bib, None)
             return refs.bib_diagnostics(bib, refs.cited_keys(refs.sources(*snapshot)))
 
         found = await self.run_io(job)

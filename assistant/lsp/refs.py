@@ -24,6 +24,8 @@ from assistant.lsp.text import DocState, LineIndex, path_to_uri, style_for
 
 MAX_FILES = 2000
 MAX_DIRS = 2000
+MAX_UNUSED_CHECK = 5000
+MAX_BIB_DIAGNOSTICS = 1000
 MAX_FILE_BYTES = 8 * 1024 * 1024
 _MANUSCRIPT = (".tex", ".ltx", ".latex", ".md", ".markdown", ".rmd", ".qmd")
 _SKIP_DIRS = {"node_modules", "__pycache__", "build", "dist", "venv"}
@@ -207,10 +209,16 @@ def cited_keys(all_sources: list[Source]) -> set[str]:
 
 def bib_diagnostics(bib: Source, cited: set[str] | None) -> list[types.Diagnostic]:
     """Duplicate keys (Warning) and, with ``cited``, entries no manuscript cites (Hint,
-    shown faded)."""
+    shown faded; only for a file of at most :data:`MAX_UNUSED_CHECK` entries: a shared 400k-entry
+    .bib is not a manuscript's own). At most :data:`MAX_BIB_DIAGNOSTICS`."""
     out = []
     seen: dict[str, str] = {}
-    for key, rng in _entry_ranges(bib, None):
+    ranges = _entry_ranges(bib, None)
+    if len(ranges) > MAX_UNUSED_CHECK:
+        cited = None
+    for key, rng in ranges:
+        if len(out) >= MAX_BIB_DIAGNOSTICS:
+            break
         low = key.lower()
         if low in seen:
             out.append(

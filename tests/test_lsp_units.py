@@ -289,3 +289,22 @@ def test_only_the_backend_reaches_the_core():
                 and n not in allowed
             ]
     assert not bad, bad
+
+
+def test_bib_only_entries_filter_by_author_title_word_and_year(tmp_path):
+    """A manuscript with only a .bib (no library): typing an author, a title word or a year
+    finds the entry, as texlab and citar do."""
+    bib_path = tmp_path / "refs.bib"
+    bib_path.write_text(
+        ENTRY + "@book{k1,\n  author = {Knuth, Donald E.},\n  title = {The {TeX}book},\n"
+        "  year = 1984\n}\n",
+        encoding="utf-8",
+    )
+    bibs = bibfiles.BibSet([bibfiles.BibCache(lambda p: None).get(bib_path)])
+    for typed, key in (("knu", "k1"), ("texbook", "k1"), ("1984", "k1"), ("deep", "smith2020deep")):
+        text, offset = _cursor(f"\\cite{{{typed}|}}")
+        doc = _doc(tmp_path / "a.tex", text, backend.LATEX)
+        result = completion.build_list(
+            doc, slot_at(text, offset, backend.LATEX), None, None, bibs, False
+        )
+        assert [i.label for i in result.items] == [key], typed

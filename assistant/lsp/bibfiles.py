@@ -21,6 +21,10 @@ from pathlib import Path
 
 from assistant.lsp import backend
 from assistant.lsp.text import DocState
+from assistant.lsp.words import WordIndex
+
+#: .bib files up to this many entries are searchable by author, title word and year
+MAX_WORD_INDEXED = 20_000
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,14 @@ class BibFile:
             if entry.doi:
                 dois.setdefault(entry.doi, entry.key)
         return exact, lowered, dois, sorted(lowered)
+
+    word_index: WordIndex | None = field(default=None, repr=False, compare=False)
+
+    def index_words(self) -> None:
+        """Build :attr:`word_index` (authors, title, year of each entry) for a file of at most
+        :data:`MAX_WORD_INDEXED` entries (reading every entry's fields takes a while)."""
+        if self.word_index is None and len(self.entries) <= MAX_WORD_INDEXED:
+            self.word_index = WordIndex(f"{e.author} {e.title} {e.year}" for e in self.entries)
 
     def with_prefix(self, prefix: str, limit: int) -> list[BibEntry]:
         """Up to ``limit`` entries whose key starts with ``prefix`` (case-insensitive)."""
@@ -234,6 +246,7 @@ class BibCache:
                 bib = BibFile(path, "", True, [], [f"{path}: {exc}"])
         else:
             bib = BibFile(path, "", False)
+        bib.index_words()
         if len(bib.entries) > 10_000:
             bib.index  # noqa: B018 (built here, on the I/O thread, not on a keystroke)
             gc.freeze()  # a big index is long-lived: keep it out of the collector's full scans

@@ -22,6 +22,7 @@ from assistant.lsp.bibfiles import BibSet
 from assistant.lsp.citations import CiteSlot
 from assistant.lsp.hover import paper_markdown, short_authors
 from assistant.lsp.text import DocState
+from assistant.lsp.words import WordIndex
 
 ADD_BIB_COMMAND = "citeAssist.addBibEntry"
 #: at most this many key items per answer (the list is marked incomplete beyond)
@@ -39,7 +40,7 @@ class KeyIndex:
         self.lowered = [e.key.lower() for e in self.entries]
         self.by_key = {e.key: e for e in self.entries}
         self.aliases = dict(aliases or {})
-        self._words: tuple[str, list[int]] | None = None
+        self._word_index: WordIndex | None = None
         self.complete = True  # False: the newest papers only, while the whole list loads
 
     def __len__(self) -> int:
@@ -60,52 +61,22 @@ class KeyIndex:
             i += 1
         return out, False
 
-    def _haystack(self) -> tuple[str, list[int]]:
-        """One string of `` author surnames title words year`` per paper (newest first) and
-        where each paper's text starts: a word search is one C-speed ``find`` loop."""
-        if self._words is None:
-            parts, starts, pos = [], [], 0
-            for e in self.recent:
-                text = (
-                    " "
-                    + " ".join(
-                        _WORD_RE.findall(f"{' '.join(e.authors)} {e.title} {e.year or ''}".lower())
-                    )
-                    + "\n"
-                )
-                starts.append(pos)
-                parts.append(text)
-                pos += len(text)
-            self._words = ("".join(parts), starts)
-        return self._words
+    def _words(self) -> WordIndex:
+        """Authors, title words and year of each paper, newest first (built once)."""
+        if self._word_index is None:
+            self._word_index = WordIndex(
+                f"{' '.join(e.authors)} {e.title} {e.year or ''}" for e in self.recent
+            )
+        return self._word_index
 
-    def searching(self, words: list[str], limit: int) -> tuple[list[backend.KeyEntry], bool]:
-        """Papers with a word starting with each of ``words`` (authors, title, year), newest
+    def searching(self, query: list[str], limit: int) -> tuple[list[backend.KeyEntry], bool]:
+        """Papers with a word starting with each of ``query`` (authors, title, year), newest
         first; True when more than ``limit``."""
-        words = [w.lower() for w in words if w]
-        if not words:
-            return [], False
-        hay, starts = self._haystack()
-        lead = max(words, key=len)
-        needle, others = " " + lead, [" " + w for w in words if w != lead]
-        out: list[backend.KeyEntry] = []
-        pos, last = hay.find(needle), -1
-        while pos >= 0:
-            n = bisect.bisect_right(starts, pos) - 1
-            if n != last:
-                last = n
-                end = starts[n + 1] if n + 1 < len(starts) else len(hay)
-                if all(hay.find(w, starts[n], end) >= 0 for w in others):
-                    if len(out) == limit:
-                        return out, True
-                    out.append(self.recent[n])
-                pos = hay.find(needle, end)
-            else:
-                pos = hay.find(needle, pos + 1)
-        return out, False
+        found, more = self._words().search(query, limit)
+        return [self.recent[n] for n in found], more
 
 
-_WORD_RE = re.compile(r"\w+")
+_WORD_RE = re.compile(r"\w+")  # the words of what is typed
 
 
 def slot_query(doc: DocState, slot: CiteSlot, be: backend.Backend) -> backend.CitationQuery:
@@ -223,12 +194,30 @@ def build_list(
                     and (keys is None or entry.key not in keys)
                 ):
                     matches[entry.key] = from_bib(entry)
+        typed = _WORD_RE.findall(prefix)
         if keys is not None and room():
-            found, more = keys.searching(_WORD_RE.findall(prefix), limit - len(matches))
+            found, more = keys.searching(typed, limit - len(matches))
             truncated |= more
             for e in found:
                 if e.key not in taken and e.key not in matches:
                     words[e.key] = library(e)
+        for bib in bibs.files:  # .bib entries by author / title word / year (indexed files)
+            if not room() or bib.word_index is None:
+                continue
+            found, more = bib.word_index.search(typed, limit)
+            truncated |= more
+            for n in found:
+                entry = bib.entries[n]
+                if not room():
+                    truncated = True
+                    break
+                if (
+                    entry.key not in taken
+                    and entry.key not in matches
+                    and entry.key not in words
+                    and (keys is None or entry.key not in keys)
+                ):
+                    words[entry.key] = from_bib(entry)
     else:
         if keys is not None:
             for key in cited or []:

@@ -192,3 +192,30 @@ def test_frame_reader_units():
     assert reader.feed(b"Content-Length: 5000\r\n\r\n" + b"y" * 3000) == []
     assert len(reader.buf) <= 64 and errors[-1][1] == -32600
     assert reader.feed(b"y" * 2000 + _frame(ok)) == [ok]
+
+
+def test_frame_reader_recovers_every_frame_after_fuzzed_garbage():
+    """Frames as a fuzzer writes them: random bytes (CR, LF, braces, colons, digits, a cut-off
+    header) before each valid frame, the stream split at random points; every valid frame is
+    still read, and memory stays bounded."""
+    import random
+
+    from assistant.lsp.framing import FrameReader
+
+    rng = random.Random(29)
+    alphabet = b'\r\n{}:[]"0123456789 abcxyzContent-Length\x00\xff'
+    ok = b'{"jsonrpc":"2.0","id":%d,"method":"x"}'
+    for trial in range(300):
+        reader = FrameReader(lambda *a: None, max_body=10_000)
+        junk = bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 300)))
+        if trial % 3 == 0:
+            junk += b'Content-Length: 5\r\n\r\n{"a"'  # a short body right before the frame
+        body = ok % trial
+        data = junk + b"\r\n" + _frame(body)
+        bodies, pos = [], 0
+        while pos < len(data):
+            step = rng.randint(1, 64)
+            bodies += reader.feed(data[pos : pos + step])
+            pos += step
+        assert body in bodies, (trial, junk)
+        assert len(reader.buf) <= 64 * 1024 + 64

@@ -109,7 +109,10 @@ def test_bib_names_and_locations(tmp_path):
     (tmp_path / "paper" / "only.bib").write_text("")
     assert bibfiles.bib_paths(plain) == [(tmp_path / "paper" / "only.bib").resolve()]
     (tmp_path / "paper" / "second.bib").write_text("")
-    assert bibfiles.bib_paths(plain) == []  # ambiguous: none
+    assert bibfiles.bib_paths(plain) == [  # two and none named: both define keys
+        (tmp_path / "paper" / "only.bib").resolve(),
+        (tmp_path / "paper" / "second.bib").resolve(),
+    ]
 
 
 def _doc(path: Path, text: str, style: str) -> DocState:
@@ -178,7 +181,9 @@ def test_completion_order_keys_then_recommendations(tmp_path):
     result = completion.build_list(doc, slot, keys, recs, empty, False, label_details=True)
     labels = [i.label for i in sorted(result.items, key=lambda i: i.sort_text)]
     assert labels[:2] == ["zeta2020", "alpine2020x"] and "alpha2019" in labels[2:]
-    assert result.items[0].label_details.description == "2019 · method 80%"
+    # citar-like rows: author and year next to the key, the title (and intent) after
+    assert result.items[0].label_details.detail == " Lee 2019"
+    assert result.items[0].label_details.description == "Title zeta2020 · method 80%"
 
 
 def test_completion_uses_the_bib_key_of_the_same_paper(tmp_path):
@@ -284,3 +289,22 @@ def test_only_the_backend_reaches_the_core():
                 and n not in allowed
             ]
     assert not bad, bad
+
+
+def test_bib_only_entries_filter_by_author_title_word_and_year(tmp_path):
+    """A manuscript with only a .bib (no library): typing an author, a title word or a year
+    finds the entry, as texlab and citar do."""
+    bib_path = tmp_path / "refs.bib"
+    bib_path.write_text(
+        ENTRY + "@book{k1,\n  author = {Knuth, Donald E.},\n  title = {The {TeX}book},\n"
+        "  year = 1984\n}\n",
+        encoding="utf-8",
+    )
+    bibs = bibfiles.BibSet([bibfiles.BibCache(lambda p: None).get(bib_path)])
+    for typed, key in (("knu", "k1"), ("texbook", "k1"), ("1984", "k1"), ("deep", "smith2020deep")):
+        text, offset = _cursor(f"\\cite{{{typed}|}}")
+        doc = _doc(tmp_path / "a.tex", text, backend.LATEX)
+        result = completion.build_list(
+            doc, slot_at(text, offset, backend.LATEX), None, None, bibs, False
+        )
+        assert [i.label for i in result.items] == [key], typed

@@ -3,6 +3,7 @@
 # `assistant lsp` on the bundled sample draft. Exit 0 = completions arrived and the draft's
 # citation is among the top 5; 1 = failure; 77 = skipped (no nvim).
 #   tools/nvim_lsp_check.sh            (uses .venv/bin/python, else python3)
+#   CITE_ASSIST_EDITING_ONLY=1 tools/nvim_lsp_check.sh   (step 1 only: no models, ~20 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -15,6 +16,34 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/nvim-lsp-check.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 export HF_HUB_OFFLINE=1 ASSISTANT_HOME="$WORK/home" ASSISTANT_DB="$WORK/home/library.sqlite"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+PY_ABS=$("$PY" -c 'import sys; print(sys.executable)')
+
+# 1. what a user does with citations (keys only, no models): complete in \cite{ and [@, accept
+#    (the .bib entry is added by Neovim's own applyEdit), hover, definition, references, rename
+echo "editor check: $NVIM_VERSION; citation editing (keys only)..."
+mkdir -p "$WORK/edit" "$WORK/home"
+"$PY" -m assistant.cli --db "$WORK/home/keys.sqlite" library import -q "$ROOT/assistant/resources/sample/library.bib"
+printf 'We build on prior work \\cite{}.\n\\bibliography{refs}\n' >"$WORK/edit/paper.tex"
+printf -- '---\nbibliography: refs.bib\n---\nAs [@] shows.\n' >"$WORK/edit/notes.md"
+CITE_ASSIST_FOLDER="$WORK/edit" CITE_ASSIST_RESULT="$WORK/edit.json" \
+CITE_ASSIST_LSP_CMD="[\"$PY_ABS\", \"-m\", \"assistant.cli\", \"lsp\", \"--no-recommend\", \"--db\", \"$WORK/home/keys.sqlite\", \"--log-file\", \"$WORK/edit-server.log\"]" \
+  timeout 300 nvim --headless --clean -u NONE -c "luafile $ROOT/tools/nvim_lsp_editing.lua" >"$WORK/nvim-edit.out" 2>&1 || true
+if [ ! -s "$WORK/edit.json" ]; then
+  echo "FAIL: Neovim wrote no editing result"; cat "$WORK/nvim-edit.out"; tail -30 "$WORK/edit-server.log" 2>/dev/null; exit 1
+fi
+"$PY" - "$WORK/edit.json" <<'PY'
+import json, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+print(json.dumps(steps))
+want = ["complete_cite", "accept_adds_bib_entry", "hover", "definition", "references", "rename", "complete_pandoc"]
+failed = [s for s in want if not steps.get(s, {}).get("ok")]
+if failed:
+    sys.exit(f"FAIL: Neovim editing steps failed: {failed}")
+print("OK: Neovim completes, accepts (.bib entry added), hovers, jumps, finds references and renames")
+PY
+[ -n "${CITE_ASSIST_EDITING_ONLY:-}" ] && exit 0
+
+# 2. recommendations: the sample library indexed, the draft's citation among the top 5
 echo "editor check: $NVIM_VERSION; importing and indexing the sample library..."
 "$PY" - <<PY
 from pathlib import Path
@@ -29,7 +58,6 @@ Path("$WORK/paper").mkdir()
 Path("$WORK/paper/draft.tex").write_text(draft.replace(r"\cite{wang2016learningc}", r"\cite{}"), encoding="utf-8")
 PY
 export CITE_ASSIST_DRAFT="$WORK/paper/draft.tex" CITE_ASSIST_RESULT="$WORK/result.json"
-PY_ABS=$("$PY" -c 'import sys; print(sys.executable)')
 export CITE_ASSIST_LSP_CMD="[\"$PY_ABS\", \"-m\", \"assistant.cli\", \"lsp\", \"--log-file\", \"$WORK/server.log\"]"
 timeout 1200 nvim --headless --clean -u NONE -c "luafile $ROOT/tools/nvim_lsp_check.lua" >"$WORK/nvim.out" 2>&1 || true
 if [ ! -s "$WORK/result.json" ]; then

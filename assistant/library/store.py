@@ -376,6 +376,25 @@ class Library:
             ).fetchone()
         return self._paper(row) if row else None
 
+    def citekey_rows(self, limit: int = -1) -> tuple[list[tuple], dict[str, str]]:
+        """What an editor completes: ``(citekey, title, authors_json, year, venue, doi,
+        added_at)`` of the papers outside the trash, newest first (``limit`` of them; -1: all),
+        and ``alias -> citekey`` for the keys merged into them (old ``\\cite{}``s)."""
+        rows = self.conn.execute(
+            "SELECT p.citekey, p.title, p.authors, p.year, p.venue, p.doi, p.added_at "
+            # "+": walk the rowids newest first and stop at the limit (not the deleted_at index)
+            "FROM papers p WHERE p.citekey IS NOT NULL AND +p.deleted_at IS NULL "
+            "ORDER BY p.id DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        aliases = dict(
+            self.conn.execute(
+                "SELECT a.alias, p.citekey FROM citekey_aliases a JOIN papers p ON p.id = a.paper_id "
+                f"WHERE {_LIVE}"
+            ).fetchall()
+        )
+        return rows, aliases
+
     def iter_papers(self, batch_size: int = 1000, with_record: bool = True) -> Iterator[Paper]:
         """All papers by id (the trash left out), fetched in batches (safe on a 100k-paper library).
         ``with_record=False`` leaves ``original_text`` empty (exports do not need it: 2x faster)."""

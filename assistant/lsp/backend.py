@@ -47,15 +47,22 @@ BibFileError = _bibfile.BibFileError
 parse_bib_entries = _bibfile.parse_entries
 find_bib_duplicate = _bibfile.find_duplicate
 appended_bib_text = _bibfile.appended_text
-append_bib_entry = _bibfile.append_entry
 normalize_doi = _bibfile.normalize_doi
 
 
 def read_text_file(path: Path) -> str:
     """A text file's content with the product's decoder (legacy encodings, BOMs)."""
-    from assistant.textfile import decode_text
+    return read_text_and_newline(path)[0]
 
-    return decode_text(Path(path).read_bytes())[0]
+
+def read_text_and_newline(path: Path) -> tuple[str, str]:
+    """A text file's content (``\\n`` line ends) and the line end it is stored with. Only a
+    regular file within the size cap is read (a FIFO, a device or a 3 GB file raise
+    ``FileRefused`` without blocking or filling memory)."""
+    from assistant.textfile import decode_text, read_file
+
+    text, fmt = decode_text(read_file(path))
+    return text, fmt.newline
 
 
 def escape_for_file(entry_text: str, path: Path) -> str:
@@ -83,6 +90,14 @@ class KeyEntry:
     year: int | None
     venue: str
     doi: str | None
+
+
+@dataclass
+class LibraryKeys:
+    """The keys completion offers (newest first) and ``alias -> citekey`` of merged keys."""
+
+    entries: list[KeyEntry]
+    aliases: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -166,19 +181,22 @@ class Backend:
                 self._quick = open_library(self.db_path)
             return self._quick
 
-    def keys(self) -> list[KeyEntry]:
-        """Every library paper with a citekey (title, authors, year; no abstracts)."""
-        library = self._library()
-        rows = library.conn.execute(
-            "SELECT citekey, title, authors, year, venue, doi FROM papers WHERE citekey IS NOT NULL"
-        ).fetchall()
-        self._signature = self._library_signature()
-        out = []
-        for key, title, authors, year, venue, doi in rows:
-            out.append(
-                KeyEntry(key, title or "", tuple(_authors(authors)), _year(year), venue or "", doi)
-            )
-        return out
+    def keys(self, limit: int = -1) -> LibraryKeys:
+        """The library papers with a citekey outside the trash, newest first (title, authors,
+        year; no abstracts; ``limit`` of them, -1: all), and the aliases of merged keys."""
+        rows, aliases = self._library().citekey_rows(limit)
+        if limit < 0:
+            self._signature = self._library_signature()
+        out = [
+            KeyEntry(key, title or "", tuple(_authors(authors)), _year(year), venue or "", doi)
+            for key, title, authors, year, venue, doi, _added in rows
+        ]
+        return LibraryKeys(out, aliases)
+
+    def append_bib_entry(self, path: Path, entry_text: str):
+        """Append one entry to a .bib the editor cannot write itself (kept in the file's own
+        encoding and line ends; a ``.bak`` of the old file). The one place the server writes."""
+        return _bibfile.append_entry(path, entry_text)
 
     def _library_signature(self) -> tuple | None:
         """What changes when papers are added, changed or removed (not on other writes)."""

@@ -11,6 +11,7 @@ abstract) is filled in by ``completionItem/resolve``. Accepting an item that the
 from __future__ import annotations
 
 import bisect
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -21,26 +22,32 @@ from assistant.lsp.bibfiles import BibSet
 from assistant.lsp.citations import CiteSlot
 from assistant.lsp.hover import paper_markdown, short_authors
 from assistant.lsp.text import DocState
+from assistant.lsp.words import WordIndex
 
 ADD_BIB_COMMAND = "citeAssist.addBibEntry"
 #: at most this many key items per answer (the list is marked incomplete beyond)
-MAX_KEY_ITEMS = 200
+MAX_KEY_ITEMS = 100
 RECOMMENDATIONS = 10
 
 
 class KeyIndex:
-    """The library's citekeys, sorted case-insensitively for prefix lookups."""
+    """The library's citekeys: sorted case-insensitively for prefix lookups, newest first for
+    an empty slot, and searchable by author, title word and year."""
 
-    def __init__(self, entries: list[backend.KeyEntry]) -> None:
+    def __init__(self, entries: list[backend.KeyEntry], aliases: dict[str, str] | None = None):
+        self.recent = list(entries)  # newest first (the order the library gives)
         self.entries = sorted(entries, key=lambda e: (e.key.lower(), e.key))
         self.lowered = [e.key.lower() for e in self.entries]
         self.by_key = {e.key: e for e in self.entries}
+        self.aliases = dict(aliases or {})
+        self._word_index: WordIndex | None = None
+        self.complete = True  # False: the newest papers only, while the whole list loads
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def __contains__(self, key: str) -> bool:
-        return key in self.by_key
+        return key in self.by_key or key in self.aliases
 
     def matching(self, prefix: str, limit: int) -> tuple[list[backend.KeyEntry], bool]:
         """Keys starting with ``prefix`` (case-insensitive); True when more than ``limit``."""
@@ -53,6 +60,23 @@ class KeyIndex:
             out.append(self.entries[i])
             i += 1
         return out, False
+
+    def _words(self) -> WordIndex:
+        """Authors, title words and year of each paper, newest first (built once)."""
+        if self._word_index is None:
+            self._word_index = WordIndex(
+                f"{' '.join(e.authors)} {e.title} {e.year or ''}" for e in self.recent
+            )
+        return self._word_index
+
+    def searching(self, query: list[str], limit: int) -> tuple[list[backend.KeyEntry], bool]:
+        """Papers with a word starting with each of ``query`` (authors, title, year), newest
+        first; True when more than ``limit``."""
+        found, more = self._words().search(query, limit)
+        return [self.recent[n] for n in found], more
+
+
+_WORD_RE = re.compile(r"\w+")  # the words of what is typed
 
 
 def slot_query(doc: DocState, slot: CiteSlot, be: backend.Backend) -> backend.CitationQuery:
@@ -122,8 +146,12 @@ def build_list(
     bibs: BibSet,
     incomplete: bool,
     label_details: bool = False,
+    cited: list[str] | None = None,
 ) -> types.CompletionList:
-    """The completion list for ``slot`` (see the module docstring for the order)."""
+    """The completion list for ``slot`` (see the module docstring for the order), filtered
+    and capped on the server: at most :data:`MAX_KEY_ITEMS` keys, ``isIncomplete`` whenever
+    more exist (the editor asks again as the user types). ``cited``: keys the open documents
+    cite (offered first when nothing is typed)."""
     taken = set(slot.keys)
     recs: dict[str, _Candidate] = {}
     for rank, s in enumerate(suggestions or [], start=1):
@@ -132,40 +160,97 @@ def build_list(
         recs[s.key] = _Candidate(
             s.key, s.title, s.authors, s.year, s.doi, True, s.intent, s.intent_chip, rank
         )
-    matches: dict[str, _Candidate] = {}
+    limit = MAX_KEY_ITEMS
+    matches: dict[str, _Candidate] = {}  # key-prefix matches
+    words: dict[str, _Candidate] = {}  # author / title word / year matches
     truncated = False
-    if keys is not None:
-        limit = MAX_KEY_ITEMS
-        found, truncated = keys.matching(slot.prefix, limit)
-        for e in found:
-            if e.key not in taken:
-                matches[e.key] = recs.get(e.key) or _Candidate(
-                    e.key, e.title, e.authors, e.year, e.doi, True
-                )
-    lowered = slot.prefix.lower()
-    for bib in bibs.files:
-        for entry in bib.entries:
-            if (
-                entry.key.lower().startswith(lowered)
-                and entry.key not in taken
-                and entry.key not in matches
-                and (keys is None or entry.key not in keys)
-            ):
-                matches[entry.key] = _Candidate(entry.key, entry.title, (), None, entry.doi, False)
+
+    def library(e: backend.KeyEntry) -> _Candidate:
+        return recs.get(e.key) or _Candidate(e.key, e.title, e.authors, e.year, e.doi, True)
+
+    def from_bib(entry) -> _Candidate:
+        authors = tuple(re.split(r"\s+and\s+", entry.author)) if entry.author else ()
+        return _Candidate(entry.key, entry.title, authors, _int(entry.year), entry.doi, False)
+
+    def room() -> bool:
+        return len(matches) + len(words) < limit
+
+    prefix = slot.prefix
+    if prefix:
+        if keys is not None:
+            found, more = keys.matching(prefix, limit)
+            truncated |= more
+            for e in found:
+                if e.key not in taken:
+                    matches[e.key] = library(e)
+        for bib in bibs.files:
+            for entry in bib.with_prefix(prefix, limit + 1):
+                if not room():
+                    truncated = True
+                    break
+                if (
+                    entry.key not in taken
+                    and entry.key not in matches
+                    and (keys is None or entry.key not in keys)
+                ):
+                    matches[entry.key] = from_bib(entry)
+        typed = _WORD_RE.findall(prefix)
+        if keys is not None and room():
+            found, more = keys.searching(typed, limit - len(matches))
+            truncated |= more
+            for e in found:
+                if e.key not in taken and e.key not in matches:
+                    words[e.key] = library(e)
+        for bib in bibs.files:  # .bib entries by author / title word / year (indexed files)
+            if not room() or bib.word_index is None:
+                continue
+            found, more = bib.word_index.search(typed, limit)
+            truncated |= more
+            for n in found:
+                entry = bib.entries[n]
+                if not room():
+                    truncated = True
+                    break
+                if (
+                    entry.key not in taken
+                    and entry.key not in matches
+                    and entry.key not in words
+                    and (keys is None or entry.key not in keys)
+                ):
+                    words[entry.key] = from_bib(entry)
+    else:
+        if keys is not None:
+            for key in cited or []:
+                e = keys.by_key.get(key)
+                if e is not None and key not in taken and room():
+                    matches.setdefault(key, library(e))
+            for e in keys.recent:
+                if not room():
+                    break
+                if e.key not in taken and e.key not in recs:
+                    matches.setdefault(e.key, library(e))
+        for bib in bibs.files:
+            for entry in bib.entries:
+                if not room():
+                    break
+                if (
+                    entry.key not in taken
+                    and entry.key not in matches
+                    and (keys is None or entry.key not in keys)
+                ):
+                    matches[entry.key] = from_bib(entry)
 
     ordered: list[tuple[str, _Candidate]] = []
-    if slot.prefix:
+    if prefix:
         in_matches = sorted(
             matches.values(), key=lambda c: (c.rank is None, c.rank or 0, c.key.lower())
         )
         ordered += [("0", c) for c in in_matches]
-        ordered += [("1", c) for c in recs.values() if c.key not in matches]
+        ordered += [("1", c) for c in words.values()]
+        ordered += [("2", c) for c in recs.values() if c.key not in matches and c.key not in words]
     else:
         ordered += [("0", c) for c in recs.values()]
-        rest = sorted(
-            (c for c in matches.values() if c.key not in recs), key=lambda c: c.key.lower()
-        )
-        ordered += [("1", c) for c in rest]
+        ordered += [("1", c) for c in matches.values() if c.key not in recs]
 
     edit_range = doc.lines.range(slot.replace_start, slot.replace_end)
     items = []
@@ -180,19 +265,23 @@ def build_list(
             and bibs.find(insert) is None
             and existing is None
         )
+        who = short_authors(c.authors)
+        when = str(c.year) if c.year else "n.d."
+        # what the editor filters on: the key, then authors, year and title words
+        searchable = f"{insert} {' '.join(c.authors)} {when} {c.title}"
         item = types.CompletionItem(
             label=insert,
             kind=types.CompletionItemKind.Reference,
             detail=_detail(c),
             sort_text=f"{group}{i:05d}",
-            filter_text=insert if group == "0" or not slot.prefix else slot.prefix + insert,
+            filter_text=searchable if group != "2" else prefix + " " + searchable,
             text_edit=types.TextEdit(range=edit_range, new_text=insert),
             data={"uri": doc.uri, "key": insert, "recommended": c.rank is not None},
         )
         if label_details:  # shown on every row by editors that support it (VS Code)
-            when = str(c.year) if c.year else "n.d."
             item.label_details = types.CompletionItemLabelDetails(
-                description=f"{when} · {c.intent_chip}" if c.intent_chip else when
+                detail=f" {who} {when}" if who else f" {when}",
+                description=f"{c.title[:60]} · {c.intent_chip}" if c.intent_chip else c.title[:60],
             )
         if needs_entry:
             item.command = types.Command(
@@ -201,7 +290,17 @@ def build_list(
                 arguments=[doc.uri, insert],
             )
         items.append(item)
-    return types.CompletionList(is_incomplete=incomplete or truncated, items=items)
+    complete = keys is None or keys.complete
+    if not prefix and items:
+        truncated = True  # everything matches an empty slot: the editor asks again as one types
+    return types.CompletionList(is_incomplete=incomplete or truncated or not complete, items=items)
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def resolve(item: types.CompletionItem, be: backend.Backend) -> types.CompletionItem:

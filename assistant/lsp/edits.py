@@ -105,7 +105,7 @@ def plan(
 def _disk_text(addition: BibAddition) -> str:
     try:
         return backend.read_text_file(addition.path)
-    except OSError:
+    except (OSError, backend.AssistantError):  # unreadable or refused (FIFO, too large)
         return ""
 
 

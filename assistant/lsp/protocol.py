@@ -67,6 +67,11 @@ class SafeProtocol(LanguageServerProtocol):
                 'not a JSON-RPC 2.0 request (expected an object with "jsonrpc": "2.0")',
             )
             return
+        if self._shutdown and getattr(message, "method", "") != "exit":
+            msg_id = getattr(message, "id", None)
+            if msg_id is not None and getattr(message, "method", None):
+                self.send_error(msg_id, INVALID_REQUEST, "the server is shutting down")
+            return  # notifications and responses after shutdown are dropped
         super().handle_message(message)
 
     def send_error(self, msg_id: Any, code: int, message: str) -> None:

@@ -14,6 +14,7 @@ sends ``$/cancelRequest`` for its request.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 import time
@@ -24,14 +25,22 @@ from functools import partial
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from assistant import __version__
 from assistant.errors import Cancelled
-from assistant.lsp import actions, backend, bibfiles, completion, diagnostics, hover
-from assistant.lsp.citations import key_at, slot_at
-from assistant.lsp.edits import EditPlan, citation_insert, is_empty, plan
+from assistant.lsp import (
+    actions,
+    backend,
+    bibfiles,
+    completion,
+    diagnostics,
+    framing,
+    hover,
+)
+from assistant.lsp.citations import key_at, key_spans, slot_at
+from assistant.lsp.commands import CommandsMixin
+from assistant.lsp.navigation import NavigationMixin
 from assistant.lsp.protocol import SafeProtocol, report_unreadable
 from assistant.lsp.text import DocState, style_for, uri_to_path
 
@@ -41,7 +50,7 @@ STATUS_NOTIFICATION = "citeAssist/status"
 _LIBRARY_CHECK_S = 2.0
 
 
-class CiteAssistServer(LanguageServer):
+class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
     """The Cite-Assist language server for LaTeX and Markdown manuscripts."""
 
     def __init__(self, be: backend.Backend, recommend: bool = True, cache_size: int = 64) -> None:
@@ -60,6 +69,7 @@ class CiteAssistServer(LanguageServer):
         self.bibs = bibfiles.BibCache(self._open_bib_text)
         self.rec_cache = completion.RecommendationCache(cache_size)
         self.missing: dict[str, list[diagnostics.MissingMark]] = {}
+        self._cited: dict[str, tuple[int, list[str]]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._keys_event: asyncio.Event | None = None
         self._diag_handles: dict[str, asyncio.TimerHandle] = {}
@@ -71,6 +81,9 @@ class CiteAssistServer(LanguageServer):
         self.rec_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-recommend")
         self.finder_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-finder")
         self.loader_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-loader")
+        self.keys_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-keys")
+        # never waited for: its thread may block in read() when the server leaves
+        self.stdin_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-stdin")
         self._register()
 
     # --- plumbing -----------------------------------------------------------------------------
@@ -79,6 +92,30 @@ class CiteAssistServer(LanguageServer):
         if report_unreadable(self.protocol, error):
             return
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """Serve over stdio with the hardened frame reader (:mod:`assistant.lsp.framing`)."""
+        import sys
+
+        from pygls.io_ import StdoutWriter
+
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        frames = framing.run_frames(
+            self._stop_event,
+            stdin or sys.stdin.buffer,
+            self.protocol,
+            self.report_server_error,
+            self.stdin_pool,
+        )
+        try:
+            asyncio.run(frames)
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     def post(self, fn: Callable, *args) -> None:
         """Run ``fn(*args)`` on the message loop (from any thread)."""
@@ -172,13 +209,25 @@ class CiteAssistServer(LanguageServer):
             self._status("off", "recommendations are switched off (--no-recommend)")
 
     async def _load_keys(self) -> None:
+        def load(limit: int = -1) -> completion.KeyIndex:
+            found = self.backend.keys(limit)
+            index = completion.KeyIndex(found.entries, found.aliases)
+            index.searching(["_"], 1)  # build the word index here, not on the first keystroke
+            return index
+
         try:
-            entries = await self.run_io(self.backend.keys)
+            if self.keys is None:  # the newest papers at once (a 112k library takes seconds)
+                partial = await self.run_io(load, completion.MAX_KEY_ITEMS)
+                partial.complete = False
+                self.keys = partial
+                self._keys_event.set()
+            # the whole list on its own thread: lookups and .bib reads go on meanwhile
+            self.keys = await asyncio.get_running_loop().run_in_executor(self.keys_pool, load)
+            gc.freeze()  # 100k long-lived entries: out of the collector's full scans
         except Exception as exc:
             log.warning("cannot read the library: %s", exc)
             self._warn(f"cannot read the library: {exc}", types.MessageType.Error)
-            entries = []
-        self.keys = completion.KeyIndex(entries)
+            self.keys = completion.KeyIndex([])
         self._keys_event.set()
         self._status("keys", f"{len(self.keys)} library keys loaded from {self.backend.db_path}")
         for uri in list(self.docs):
@@ -238,12 +287,15 @@ class CiteAssistServer(LanguageServer):
     def _progress_end(self, token: str | None, message: str) -> None:
         if token is not None:
             self.protocol.notify(
-                types.PROGRESS, types.ProgressParams(token, types.WorkDoneProgressEnd(message))
+                types.PROGRESS,
+                types.ProgressParams(token, types.WorkDoneProgressEnd(message=message)),
             )
 
     async def wait_keys(self) -> completion.KeyIndex | None:
         if self._keys_event is None:
             return None
+        if self._keys_event.is_set():  # (wait_for on a done wait would swallow a cancellation)
+            return self.keys
         try:
             await asyncio.wait_for(self._keys_event.wait(), timeout=30)
         except TimeoutError:
@@ -258,8 +310,10 @@ class CiteAssistServer(LanguageServer):
         self._last_library_check = now
 
         async def check() -> None:
-            try:
-                changed = await self.run_io(self.backend.library_changed)
+            try:  # its own thread: a count over 100k papers must not delay .bib reads
+                changed = await asyncio.get_running_loop().run_in_executor(
+                    self.keys_pool, self.backend.library_changed
+                )
             except Exception:
                 return
             if changed:
@@ -276,13 +330,21 @@ class CiteAssistServer(LanguageServer):
         self._stopping.set()
         for token in list(self._tokens):
             token.set()
-        for pool in (self.rec_pool, self.finder_pool, self.io_pool, self.loader_pool):
+        for pool in (
+            self.rec_pool,
+            self.finder_pool,
+            self.io_pool,
+            self.loader_pool,
+            self.keys_pool,
+        ):
             pool.shutdown(wait=False, cancel_futures=True)
 
     # --- documents ----------------------------------------------------------------------------
     def _did_open(self, params: types.DidOpenTextDocumentParams) -> None:
         item = params.text_document
-        is_bib = item.language_id == "bibtex" or item.uri.lower().endswith(".bib")
+        is_bib = item.uri.lower().endswith(".bib") or (
+            item.language_id == "bibtex" and not item.uri.lower().endswith((".tex", ".md"))
+        )
         style = None if is_bib else style_for(item.uri, item.language_id, item.text)
         self.docs[item.uri] = DocState(item.uri, item.text, item.version, style, self._encoding)
         if is_bib:
@@ -309,6 +371,7 @@ class CiteAssistServer(LanguageServer):
         uri = params.text_document.uri
         doc = self.docs.pop(uri, None)
         self.missing.pop(uri, None)
+        self._cited.pop(uri, None)
         handle = self._diag_handles.pop(uri, None)
         if handle is not None:
             handle.cancel()
@@ -320,14 +383,48 @@ class CiteAssistServer(LanguageServer):
             )
 
     def _did_save(self, params: types.DidSaveTextDocumentParams) -> None:
-        doc = self.docs.get(params.text_document.uri)
-        if doc is not None and doc.style is None:
-            self._refresh_all()
+        """A save may have written a .bib (the editor applied our edit to a buffer and saved
+        it): diagnostics of every manuscript are checked again."""
+        path = uri_to_path(params.text_document.uri)
+        if path is not None and path.suffix.lower() == ".bib":
+            self.bibs.invalidate(path.resolve())
+        self._refresh_all()
+
+    def _did_change_watched(self, params: types.DidChangeWatchedFilesParams) -> None:
+        """A .bib changed on disk (saved by another program, or by the editor unopened)."""
+        for change in params.changes:
+            path = uri_to_path(change.uri)
+            if path is not None:
+                self.bibs.invalidate(path.resolve())
+        self._refresh_all(0.1)
+
+    async def _watch_bib_files(self) -> None:
+        caps = self.client_capabilities
+        ws = caps.workspace if caps else None
+        watched = ws.did_change_watched_files if ws else None
+        if not (watched and watched.dynamic_registration):
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*.bib")]
+        )
+        try:
+            await self.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id=f"cite-assist-bib-{uuid.uuid4()}",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=options,
+                        )
+                    ]
+                )
+            )
+        except Exception as exc:
+            log.debug("no file watching: %s", exc)
 
     def _refresh_all(self, delay: float = 0.0) -> None:
-        for uri, doc in list(self.docs.items()):
-            if doc.style is not None:
-                self._schedule_diagnostics(uri, delay)
+        for uri in list(self.docs):
+            self._schedule_diagnostics(uri, delay)
 
     def _schedule_diagnostics(self, uri: str, delay: float) -> None:
         if self.loop is None:
@@ -340,6 +437,10 @@ class CiteAssistServer(LanguageServer):
         )
 
     async def publish_diagnostics(self, uri: str) -> None:
+        raw = self.docs.get(uri)
+        if raw is not None and raw.style is None:
+            await self._publish_bib_diagnostics(raw)
+            return
         doc = self._doc(uri)
         if doc is None:
             return
@@ -348,6 +449,8 @@ class CiteAssistServer(LanguageServer):
         current = self._doc(uri)
         if current is None or current.generation != doc.generation or keys is None:
             return  # a newer version is on its way
+        if not keys.complete:
+            return  # the newest keys only: the whole list re-runs the diagnostics
         found = diagnostics.key_diagnostics(doc, keys, bibs)
         found += diagnostics.missing_diagnostics(doc, self.missing.get(uri, []))
         self.text_document_publish_diagnostics(
@@ -377,8 +480,30 @@ class CiteAssistServer(LanguageServer):
             else:
                 incomplete = self.state not in ("failed", "off")
         return completion.build_list(
-            doc, slot, keys, suggestions, bibs, incomplete, self._label_details()
+            doc,
+            slot,
+            keys,
+            suggestions,
+            bibs,
+            incomplete,
+            self._label_details(),
+            cited=self._cited_keys() if not slot.prefix else None,
         )
+
+    def _cited_keys(self) -> list[str]:
+        """Keys the open manuscripts cite (most cited first), kept per document version."""
+        from collections import Counter
+
+        counts: Counter = Counter()
+        for uri, doc in list(self.docs.items()):
+            if doc.style is None:
+                continue
+            cached = self._cited.get(uri)
+            if cached is None or cached[0] != doc.generation:
+                cached = (doc.generation, [s.key for s in key_spans(doc.text, doc.style)])
+                self._cited[uri] = cached
+            counts.update(cached[1])
+        return [k for k, _ in counts.most_common()]
 
     def _label_details(self) -> bool:
         caps = self.client_capabilities
@@ -442,156 +567,6 @@ class CiteAssistServer(LanguageServer):
         bibs = await self.bib_set(doc)
         return actions.code_actions(doc, params.range, params.context, bibs)
 
-    # --- commands -----------------------------------------------------------------------------
-    async def cmd_add_bib_entry(self, *args):
-        uri, key = _args(args, (str, str), "uri, key")
-        doc = self._require(uri)
-        bibs = await self.bib_set(doc)
-        return await self._add_entries(doc, bibs, key, [])
-
-    async def _add_entries(self, doc: DocState, bibs, key: str, doc_edits, label: str = ""):
-        """Apply ``doc_edits`` plus, when the .bib lacks ``key``, its entry."""
-        addition, entry_text = None, ""
-        if bibs.target is not None:
-            entry_text = await self.run_io(self.backend.bibtex, key) or ""
-            info = await self.run_io(self.backend.paper, key) if entry_text else None
-            if entry_text:
-                addition = bibfiles.addition_for(bibs, key, entry_text, info.doi if info else None)
-        elif not doc_edits:
-            self._warn(
-                f"{Path(doc.uri).name} names no .bib file (\\bibliography{{…}}, "
-                "\\addbibresource{…} or bibliography: in the front matter): nothing added"
-            )
-            return {"added": False, "reason": "no .bib file"}
-        if addition is None and not doc_edits:
-            return {
-                "added": False,
-                "reason": "already in the .bib" if entry_text else "unknown key",
-            }
-        bib_doc = self._bib_doc(addition.path) if addition is not None else None
-        todo = plan(
-            self.client_capabilities,
-            doc_edits,
-            addition,
-            bib_doc,
-            self._encoding,
-            entry_text,
-            can_apply=self._can_apply_edits(),
-        )
-        applied = await self._apply(todo, label or f"Cite {key}")
-        return {
-            "added": addition is not None and applied,
-            "path": str(addition.path) if addition else None,
-            "applied": applied,
-        }
-
-    def _can_apply_edits(self) -> bool:
-        caps = self.client_capabilities
-        return bool(caps and caps.workspace and caps.workspace.apply_edit)
-
-    async def _apply(self, todo: EditPlan, label: str) -> bool:
-        """Write what the client cannot (a new .bib it cannot create), send it the rest."""
-        if todo.write_directly is not None:
-            await self.run_io(
-                self.backend.append_bib_entry, todo.write_directly.path, todo.entry_text
-            )
-            self.bibs.invalidate(todo.write_directly.path)
-            self._refresh_all(0.1)
-        if is_empty(todo.edit):
-            return True
-        if not self._can_apply_edits():
-            self._warn("this editor cannot apply workspace edits; the citation was not inserted")
-            return False
-        result = await self.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit=todo.edit, label=label)
-        )
-        if not result.applied:
-            self._warn(f"the editor did not apply the edit: {result.failure_reason or 'refused'}")
-        self._refresh_all(0.1)
-        return bool(result.applied)
-
-    async def cmd_recommend_here(self, *args):
-        uri, sl, sc, el, ec = _args(args, (str, int, int, int, int), "uri, line, char, line, char")
-        doc = self._require(uri)
-        if not self.backend.ready:
-            message = (
-                "recommendations are still loading; try again in a moment"
-                if self.state in ("starting", "loading")
-                else f"recommendations unavailable: {self.state_message}"
-            )
-            self._warn(message, types.MessageType.Info)
-            return {"suggestions": [], "chosen": None, "reason": message}
-        start = doc.lines.offset(types.Position(sl, sc))
-        end = doc.lines.offset(types.Position(el, ec))
-        selection = (start, end) if end > start else None
-        if selection is None:
-            start, end = backend.sentence_bounds(doc.text, start)
-
-        def job(cancelled):
-            q_start, q_end = selection or (start, start)
-            query = self.backend.query(doc.text, doc.style, q_start, q_end, doc.manuscript)
-            return self.backend.recommend(query, 5, cancelled)
-
-        try:
-            found = await self.run_cancellable(self.rec_pool, job, doc)
-        except Cancelled:
-            return {"suggestions": [], "chosen": None, "reason": "the document changed"}
-        suggestions = [
-            {"key": s.key, "title": s.title, "year": s.year, "intent": s.intent} for s in found
-        ]
-        if not found:
-            self._warn("no recommendations for this sentence", types.MessageType.Info)
-            return {"suggestions": suggestions, "chosen": None}
-        labels = [
-            f"{s.key} — {s.title[:60]} ({s.year or 'n.d.'}){' · ' + s.intent_chip if s.intent_chip else ''}"
-            for s in found
-        ]
-        snippet = " ".join(doc.text[start:end].split())
-        choice = await self.window_show_message_request_async(
-            types.ShowMessageRequestParams(
-                type=types.MessageType.Info,
-                message=f"Cite-Assist: citations for “{snippet[:90]}”",
-                actions=[types.MessageActionItem(title=label) for label in labels],
-            )
-        )
-        if choice is None or choice.title not in labels:
-            return {"suggestions": suggestions, "chosen": None}
-        chosen = found[labels.index(choice.title)]
-        key = chosen.key
-        current = self._require(uri)
-        if current.text[start:end] != doc.text[start:end]:
-            self._warn("the sentence changed meanwhile; nothing inserted")
-            return {"suggestions": suggestions, "chosen": key, "applied": False}
-        bibs = await self.bib_set(current)
-        cite_key = bibs.key_for_doi(chosen.doi) or key  # the .bib's own key for this paper
-        insert = citation_insert(current, start, end, cite_key)
-        result = await self._add_entries(current, bibs, key, [(current, *insert)], f"Cite {key}")
-        return {"suggestions": suggestions, "chosen": key, **result}
-
-    async def cmd_find_missing(self, *args):
-        (uri,) = _args(args, (str,), "uri")
-        doc = self._require(uri)
-        found = await self.run_cancellable(
-            self.finder_pool,
-            lambda cancelled: self.backend.find_missing(doc.text, doc.style, 3, cancelled),
-        )
-        marks = diagnostics.marks_from(found)
-        current = self._require(uri)
-        marks = diagnostics.reanchor(marks, doc.text, current.text)
-        self.missing[uri] = marks
-        await self.publish_diagnostics(uri)
-        note = "" if self.backend.ready else " (suggestions once the models are loaded)"
-        self._warn(
-            f"{len(marks)} sentence(s) read as needing a citation{note}", types.MessageType.Info
-        )
-        return {"count": len(marks), "with_suggestions": self.backend.ready}
-
-    def _require(self, uri: str) -> DocState:
-        doc = self._doc(uri)
-        if doc is None:
-            raise JsonRpcInvalidParams(f"{uri} is not an open LaTeX or Markdown document")
-        return doc
-
     # --- registration -------------------------------------------------------------------------
     def _register(self) -> None:
         self.feature(types.INITIALIZE)(_plain(lambda params: self._start()))
@@ -600,6 +575,8 @@ class CiteAssistServer(LanguageServer):
         self.feature(types.TEXT_DOCUMENT_DID_CHANGE)(_plain(self._did_change))
         self.feature(types.TEXT_DOCUMENT_DID_CLOSE)(_plain(self._did_close))
         self.feature(types.TEXT_DOCUMENT_DID_SAVE)(_plain(self._did_save))
+        self.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(_plain(self._did_change_watched))
+        self.feature(types.INITIALIZED)(_plain(self._initialized))
         self.feature(
             types.TEXT_DOCUMENT_COMPLETION,
             types.CompletionOptions(trigger_characters=["{", ",", "@"], resolve_provider=True),
@@ -607,6 +584,11 @@ class CiteAssistServer(LanguageServer):
         self.feature(types.COMPLETION_ITEM_RESOLVE)(_plain(self._resolve))
         self.feature(types.TEXT_DOCUMENT_HOVER)(_plain(self._hover))
         self.feature(types.TEXT_DOCUMENT_DEFINITION)(_plain(self._definition))
+        self.feature(types.TEXT_DOCUMENT_REFERENCES)(_plain(self._references))
+        self.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)(_plain(self._prepare_rename))
+        self.feature(types.TEXT_DOCUMENT_RENAME)(_plain(self._rename))
+        self.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(_plain(self._document_symbols))
+        self.feature(types.WORKSPACE_SYMBOL)(_plain(self._workspace_symbols))
         self.feature(
             types.TEXT_DOCUMENT_CODE_ACTION,
             types.CodeActionOptions(
@@ -620,6 +602,10 @@ class CiteAssistServer(LanguageServer):
         self.command(completion.ADD_BIB_COMMAND)(_plain(self.cmd_add_bib_entry))
         self.command(actions.RECOMMEND_HERE)(_plain(self.cmd_recommend_here))
         self.command(actions.FIND_MISSING)(_plain(self.cmd_find_missing))
+
+    def _initialized(self, *_args) -> None:
+        if self.loop is not None:
+            self.loop.create_task(self._watch_bib_files())
 
     def _on_shutdown(self, *_args) -> None:
         self.shutdown_requested = True
@@ -641,16 +627,6 @@ def _plain(fn: Callable) -> Callable:
 
     handler.__name__ = getattr(fn, "__name__", "handler")
     return handler
-
-
-def _args(args: tuple, kinds: tuple, names: str) -> tuple:
-    if len(args) == 1 and isinstance(args[0], list):
-        args = tuple(args[0])
-    if len(args) != len(kinds) or not all(
-        isinstance(a, k) and not isinstance(a, bool) for a, k in zip(args, kinds)
-    ):
-        raise JsonRpcInvalidParams(f"expected arguments ({names}), got {list(args)!r}")
-    return args
 
 
 def _line_index(bibs: bibfiles.BibSet, path: Path, encoding: str):

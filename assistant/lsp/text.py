@@ -101,14 +101,16 @@ def path_to_uri(path: Path) -> str:
 
 
 def style_for(uri: str, language_id: str | None, text: str = "") -> str:
-    """The citation style of a document: from its languageId, else its extension, else its text."""
-    style = _LANGUAGE_STYLES.get((language_id or "").lower())
-    if style:
-        return style
+    """The citation style of a document: from its extension (``.tex``, ``.md`` ...: one Eglot
+    entry for both modes sends ``latex`` for Markdown files), else its languageId, else its
+    text."""
     path = uri_to_path(uri)
     by_ext = backend.style_for_path(path.name if path else uri)
     if by_ext in (backend.LATEX, backend.MARKDOWN):
         return by_ext
+    style = _LANGUAGE_STYLES.get((language_id or "").lower())
+    if style:
+        return style
     if "\\cite" in text or "\\begin{document}" in text:
         return backend.LATEX
     return backend.MARKDOWN

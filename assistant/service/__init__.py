@@ -51,6 +51,7 @@ from assistant.service.writing import (
     query_for_selection,
     query_for_text,
     read_manuscript,
+    sync_manuscript_bib,
     write_pending_entries,
 )
 
@@ -102,6 +103,7 @@ __all__ = [
     "require_library",
     "resolve_reranker",
     "strip_citation_markers",
+    "sync_manuscript_bib",
     "textops",
     "write_pending_entries",
 ]

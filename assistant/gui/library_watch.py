@@ -40,9 +40,8 @@ class LibraryWatch(QObject):
         except Exception as exc:  # a closed/broken library: the panel says so elsewhere
             log.debug("library watch: %s", exc)
             return False
-        if library is not self._library:  # a newly opened library: just remember its version
-            self._library, self._version = library, version
-            return False
+        if library is not self._library:  # a newly opened library: refresh once (the table
+            self._library, self._version = library, None  # may predate the first poll)
         if version == self._version:
             return False
         self._version = version

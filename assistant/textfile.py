@@ -314,9 +314,15 @@ def _check_replaceable(path: Path, st: os.stat_result, protect) -> None:
             continue
     if not st.st_mode & 0o222:
         raise FileRefused("read-only file; it was not replaced", file=path)
+    # an open WAL database has its -shm beside it: refuse without opening it (closing any fd of
+    # the file would drop this process's SQLite locks on it, issue 31)
+    live_db = any(os.path.exists(f"{path}{s}") for s in ("-wal", "-shm"))
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(16)
+        if live_db:
+            head = _SQLITE_MAGIC
+        else:
+            with open(path, "rb") as fh:
+                head = fh.read(16)
     except OSError:
         head = b""
     if head == _SQLITE_MAGIC:

@@ -118,3 +118,19 @@ def test_header_check_still_refuses_other_files(tmp_path):
         held.close()
     assert notes.read_text() == "my notes\n"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("notes")) == ["notes.txt"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc (Linux)")
+def test_refusing_to_overwrite_an_open_library_never_opens_it(db):
+    """An export pointed at the open library is refused without an open()/close() of the file."""
+    from assistant.textfile import FileRefused, write_atomic
+
+    lib = open_library(db)
+    try:
+        with pytest.raises(FileRefused, match="SQLite database"):
+            write_atomic(db, b"@article{x, title={y}}\n")
+        res = _cli(db, "library", "search", "ranking")
+        assert res.returncode == 0, res.stderr
+        assert _deleted_fds(db) == [] and Path(f"{db}-wal").exists()
+    finally:
+        lib.close()

@@ -18,9 +18,7 @@ with SIGKILL at a random moment. After each round:
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import random
 import signal
 import sqlite3
@@ -30,6 +28,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tools.concurrency.checks import RoundChecks
+from tools.concurrency.client import Agent
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_KEYS_PREFIX = "wa"  # the sample library has wang2016learningc, wang2018position, ...
@@ -45,73 +46,6 @@ def _env(home: Path, models: Path) -> dict:
         ASSISTANT_DB=str(home / "library.sqlite"),
         ASSISTANT_MODELS=str(models),
     )
-
-
-class Agent:
-    """A long-lived program answering JSON commands (tools.concurrency.agent)."""
-
-    def __init__(self, mode: str, db: Path, env: dict, log: Path) -> None:
-        self.mode, self.db = mode, db
-        self._log = open(log, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.concurrency.agent", "--db", str(db), "--mode", mode],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=env,
-            cwd=ROOT,
-            text=True,
-            bufsize=1,
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-        ready = self._next(120)
-        if not ready or not json.loads(ready).get("ready"):
-            raise RuntimeError(f"{mode} agent did not start (see {log})")
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _next(self, timeout: float) -> str | None:
-        try:
-            return self._lines.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def request(self, cmd: dict, timeout: float = 90.0) -> dict:
-        with self._lock:
-            if not self.alive:
-                return {"ok": False, "error": "not running", "dead": True}
-            try:
-                self.proc.stdin.write(json.dumps(cmd) + "\n")
-                self.proc.stdin.flush()
-            except OSError as exc:
-                return {"ok": False, "error": str(exc), "dead": True}
-            line = self._next(timeout)
-        if line is None:
-            return {"ok": False, "error": "no answer", "dead": not self.alive}
-        return json.loads(line)
-
-    def kill(self) -> None:
-        if self.alive:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.alive:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.kill()
-        self._log.close()
 
 
 @dataclass
@@ -152,7 +86,7 @@ class Tally:
             self.failures.append(f"round {round_no}: {what}")
 
 
-class Suite:
+class Suite(RoundChecks):
     def __init__(self, work: Path, models: Path, seed: int, kill_rate: float, gui_every: int):
         self.work, self.models = work, models
         self.home = work / "home"
@@ -416,101 +350,6 @@ class Suite:
             return
         self.tally.kills += 1
         self.tally.kills_by_kind[kind] = self.tally.kills_by_kind.get(kind, 0) + 1
-
-    # --- checks -------------------------------------------------------------------------------
-    def check(self, round_no: int, actions: list[Action]) -> None:
-        t = self.tally
-        for a in actions:
-            state = "yes" if a.ok else "maybe"
-            for title in a.titles:
-                self.expected[title] = state
-            if len(a.titles) > 1:
-                self.groups.append(a.titles)
-            if not a.ok and not a.killed:
-                t.program_failures += 1
-                t.fail(round_no, f"{a.kind} failed without a kill: {a.error}")
-        integrity = self._query("PRAGMA integrity_check")[0][0]
-        if integrity != "ok":
-            t.integrity_failures += 1
-            t.fail(round_no, f"integrity_check: {integrity}")
-        found: dict[str, int] = {}
-        for (title,) in self._query(
-            "SELECT title FROM papers WHERE deleted_at IS NULL AND title LIKE 'Concurrency probe %'"
-        ):
-            found[title] = found.get(title, 0) + 1
-        for title, state in self.expected.items():
-            n = found.get(title, 0)
-            if title in self.reported:
-                continue
-            if n > 1:
-                t.duplicated += 1
-                t.fail(round_no, f"duplicated x{n}: {title}")
-                self.reported.add(title)
-            elif n == 0 and state == "yes":
-                t.lost += 1
-                t.fail(round_no, f"lost: {title}")
-                self.reported.add(title)
-        for title in found:
-            if title not in self.expected and title not in self.reported:
-                self.reported.add(title)
-                t.phantom += 1
-                t.fail(round_no, f"written by nobody: {title}")
-        for group in self.groups[-len(actions) :]:
-            present = sum(1 for title in group if title in found)
-            if 0 < present < len(group):
-                t.partial_imports += 1
-                t.fail(round_no, f"import half there ({present}/{len(group)}): {group[0]}")
-        total = self._db_count()
-        if total != self.seed_count + len(found) and not self.count_reported:
-            self.count_reported = True
-            t.fail(round_no, f"count {total} != seed {self.seed_count} + probes {len(found)}")
-            t.lost += 1
-        self._check_agents(round_no, total)
-
-    def _check_agents(self, round_no: int, total: int) -> None:
-        t = self.tally
-        for agent in (self.service, self.window):
-            if agent is None or not agent.alive:
-                continue  # killed this round: restarted next round (a kill, not a failure)
-            answer = agent.request({"op": "count"})
-            rows_ok = agent.mode != "gui" or answer.get("rows") == answer.get("count")
-            if (
-                not answer.get("ok")
-                or answer.get("count") != total
-                or answer.get("writer_count") != total
-                or answer.get("deleted_fds")
-                or not rows_ok
-            ):
-                t.needed_restart += 1
-                t.fail(
-                    round_no, f"{agent.mode} no longer sees the library: {answer} (file: {total})"
-                )
-                agent.kill()
-                continue
-        if self.service is not None and self.service.alive:
-            title = self._probe(round_no, "check")
-            answer = self.service.request(
-                {"op": "add", "title": title, "doi": "10.5555/check." + title.rsplit("zq", 1)[-1]}
-            )
-            self.expected[title] = "yes" if answer.get("ok") else "maybe"
-            if not answer.get("ok") or answer.get("export_errors"):
-                t.needed_restart += 1
-                t.fail(round_no, f"service cannot write: {answer}")
-                return
-            self._check_export(round_no)
-
-    def _check_export(self, round_no: int) -> None:
-        from assistant.documents.bibfile import parse_entries
-
-        text = self.export.read_text(encoding="utf-8")
-        entries, errors = parse_entries(text, str(self.export))
-        total = self._db_count()
-        if errors or len(entries) != total:
-            self.tally.fail(
-                round_no,
-                f"auto-export has {len(entries)} entries ({len(errors)} errors), library {total}",
-            )
-            self.tally.program_failures += 1
 
     def close(self) -> None:
         for agent in (self.service, self.window):

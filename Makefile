@@ -8,7 +8,7 @@ SAMPLE_HOME ?= $(CURDIR)/.sample-home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run demo test test-slow lint reliability mpnet gui-deps gui-check clean
+.PHONY: install run demo test test-slow lint reliability concurrency mpnet gui-deps gui-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,12 @@ lint: install
 
 reliability: install
 	$(BIN)/python -m tools.reliability run --json
+
+# Real programs on one library (CLI, language server, service, window offscreen, auto-export),
+# random interleavings and kill -9; prints JSON, fails on any integrity/lost/duplicate/restart
+# failure (~5 min; the acceptance figure: --rounds 200, see BENCHMARKS).
+concurrency: install
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tools.concurrency run --rounds 30 --gui-every 5 --json
 
 test-slow: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m slow

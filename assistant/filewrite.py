@@ -125,7 +125,10 @@ def check_target(
         raise WriteRefused(f"{kind_of(st.st_mode)}; only a regular file is replaced", file=path)
     if not allow_readonly and not st.st_mode & 0o222:
         raise WriteRefused("read-only file; it was not replaced", file=path)
-    if st.st_size >= len(_SQLITE_MAGIC) and _head(path) == _SQLITE_MAGIC:
+    # an open WAL database has its -wal/-shm beside it: refused without opening it (closing any
+    # fd of the file would drop this process's SQLite locks on it, issue 31)
+    live_db = any(os.path.lexists(f"{path}{s}") for s in ("-wal", "-shm"))
+    if live_db or (st.st_size >= len(_SQLITE_MAGIC) and _head(path) == _SQLITE_MAGIC):
         raise WriteRefused(
             "is an SQLite database (a library?); it was not replaced, choose another file",
             file=path,

@@ -44,7 +44,7 @@ def test_append_creates_file_and_is_valid(tmp_path):
 def test_append_keeps_user_text_and_backup(tmp_path):
     bib = tmp_path / "refs.bib"
     bib.write_text(USER_BIB, encoding="utf-8")
-    result = append_entry(bib, ENTRY_B)
+    result = append_entry(bib, ENTRY_B, backup=True)  # the backup copy is opt-in
     assert result.status == "added"
     text = bib.read_text(encoding="utf-8")
     assert text.startswith(USER_BIB)  # existing content untouched

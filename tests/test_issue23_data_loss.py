@@ -254,7 +254,9 @@ def test_issue23_also_bak_copy_is_whole_and_keeps_mode(tmp_path):
     bib = tmp_path / "refs.bib"
     bib.write_text(BIB)
     bib.chmod(0o640)
-    result = append_entry(bib, "@article{lee19, title={Sparse retrieval}, year={2019}}\n")
+    result = append_entry(
+        bib, "@article{lee19, title={Sparse retrieval}, year={2019}}\n", backup=True
+    )
     assert result.backup.read_text() == BIB
     assert stat.S_IMODE(result.backup.stat().st_mode) == 0o640
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -228,13 +228,32 @@ def test_issue23_7_run_killed_before_meta_json_is_not_unchanged(tmp_path, encode
     assert index_status(tmp_path / "idx")["count"] == 3
 
 
-def test_issue23_7_second_index_job_says_another_is_running(tmp_path, encoder):
+def test_issue23_7_second_index_job_says_another_is_running(tmp_path, encoder, monkeypatch):
+    import threading
+
+    from assistant.retrieval import index as index_mod
     from assistant.retrieval.index import IndexBusyError, build_index, index_lock
 
     lib = _library(tmp_path / "lib.sqlite", 1)
+    monkeypatch.setattr(index_mod, "INDEX_LOCK_WAIT_S", 0.3)
     with index_lock(tmp_path / "idx"), pytest.raises(IndexBusyError, match="another index job"):
         build_index(lib, encoder, index_dir=tmp_path / "idx")
     assert build_index(lib, encoder, index_dir=tmp_path / "idx").added == 1  # lock released
+    # issue 31: within the wait, a second job waits for the first and then runs
+    monkeypatch.setattr(index_mod, "INDEX_LOCK_WAIT_S", 60)
+    held, release = threading.Event(), threading.Event()
+
+    def first_job():
+        with index_lock(tmp_path / "idx"):
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=first_job)
+    thread.start()
+    held.wait(10)
+    threading.Timer(1.0, release.set).start()
+    assert build_index(lib, encoder, index_dir=tmp_path / "idx").unchanged == 1
+    thread.join()
 
 
 # -- 8. SQLite conditions --------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 Rules: the file is never rewritten from parsed data (the user's formatting and
 comments stay byte-for-byte), a new entry is appended as text in the file's own encoding
 and line endings (characters a Latin-1 file cannot store become LaTeX macros); the write is
-atomic (temp file in the same folder + ``os.replace``), the previous version is
-kept as ``<name>.bak``; an entry whose key or DOI is already present is not
+atomic (temp file in the same folder + ``os.replace``; a ``<name>.bak`` copy of the
+previous version only when asked, ``backup=True``, off by default); an entry whose key or DOI is already present is not
 added again; the result is re-parsed before it replaces the file, so a write
 that would lose or break an entry is refused and the file stays untouched.
 """
@@ -181,9 +181,10 @@ class BibChange:
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def append_entry(path: Path | str, entry_text: str) -> AppendResult:
-    """Append one BibTeX entry to ``path`` (created if missing) unless it is already there."""
-    return apply_bib_change(plan_append(path, entry_text))
+def append_entry(path: Path | str, entry_text: str, backup: bool = False) -> AppendResult:
+    """Append one BibTeX entry to ``path`` (created if missing) unless it is already there
+    (``backup``: keep the previous version as ``<name>.bak``)."""
+    return apply_bib_change(plan_append(path, entry_text), backup=backup)
 
 
 def plan_append(path: Path | str, entry_text: str) -> BibChange:
@@ -250,18 +251,20 @@ def plan_append(path: Path | str, entry_text: str) -> BibChange:
     return BibChange(status, key, path, addition, old_bytes, fmt)
 
 
-def apply_bib_change(change: BibChange) -> AppendResult:
-    """Write a planned addition (a ``.bak`` copy of the old file first); the old bytes stay as
-    they were. A duplicate writes nothing."""
+def apply_bib_change(change: BibChange, backup: bool = False) -> AppendResult:
+    """Write a planned addition (with ``backup``, a ``.bak`` copy of the old file first); the old
+    bytes stay as they were. A duplicate writes nothing."""
     path, key, status = change.path, change.key, change.status
     if not change.writes:
         return AppendResult(status, key, path)
+    copy = backup
     backup = None
     st = filewrite.check_target(path)  # never through a link: checked before the backup
     if st is not None:
-        backup = path.with_name(path.name + ".bak")
-        # a kill mid-copy never leaves a half backup; a link or FIFO named .bak is refused
-        filewrite.write_bytes(backup, change.old_bytes, mode=st.st_mode & 0o777)
+        if copy:
+            backup = path.with_name(path.name + ".bak")
+            # a kill mid-copy never leaves a half backup; a link or FIFO named .bak is refused
+            filewrite.write_bytes(backup, change.old_bytes, mode=st.st_mode & 0o777)
     elif not path.parent.is_dir():
         raise BibFileError(
             f"{path}: the folder {path.parent} does not exist; choose the bibliography file again"

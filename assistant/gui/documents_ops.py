@@ -16,8 +16,8 @@ from assistant.service import (
     pdf_exclusions,
     plan_citation,
     read_manuscript,
+    sync_manuscript_bib,
     textops,
-    write_pending_entries,
 )
 from assistant.textfile import (
     BinaryFileError,
@@ -211,12 +211,8 @@ class DocumentOps:
         editor.state.text_format = fmt
         editor.document().setModified(False)
         self._update_tab_title(editor)
-        added = self.write_pending_bib(editor)
-        bib_note = (
-            f"; {len(added)} entr{'y' if len(added) == 1 else 'ies'} added to {editor.state.bib_path.name}"
-            if added
-            else ""
-        )
+        report = self.write_pending_bib(editor)
+        bib_note = f"; {report.message()}" if report is not None and report.message() else ""
         self.set_status(f"Saved {path}{bib_note}")
         if lost:
             chars = " ".join(lost[:10])
@@ -356,21 +352,28 @@ class DocumentOps:
         self.watch_citation(editor, key)
         return True
 
-    def write_pending_bib(self, editor: ManuscriptEditor) -> list[str]:
-        """Append the queued entries still cited in the manuscript to its .bib; returns their keys."""
+    def write_pending_bib(self, editor: ManuscriptEditor):
+        """On save: the .bib holds the entries of every cited key the library knows, the app's
+        entries of keys no longer cited go (``sync_manuscript_bib``); returns its report."""
         state = editor.state
-        if not state.pending_bib or state.bib_path is None:
+        if state.bib_path is None:
             state.pending_bib.clear()
-            return []
+            return None
+        panel = getattr(self, "library_panel", None)
         try:
-            written = write_pending_entries(
-                state.bib_path, state.pending_bib, editor.toPlainText(), state.style
+            report = sync_manuscript_bib(
+                self.engine,
+                state.bib_path,
+                editor.toPlainText(),
+                state.style,
+                state.pending_bib,
+                library=getattr(panel, "library", None),
             )
         except Exception as exc:
             self.show_error("Cannot update the bibliography", f"{state.bib_path}: {exc}")
-            return []
+            return None
         state.pending_bib.clear()
-        return written
+        return report
 
     def copy_bibtex(self, rec) -> str:
         text = self.engine.paper_bibtex(rec.paper)

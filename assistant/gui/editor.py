@@ -271,6 +271,10 @@ class ManuscriptEditor(QPlainTextEdit):
             cursor.insertText(edit.replacement)
             if after is None:
                 after = cursor.position()
+        # Qt merges an insertion typed right after a block that ended with an insertion into
+        # that block's undo step: end the block with a removal so typing is a step of its own
+        cursor.insertText("\u200b")
+        cursor.deletePreviousChar()
         cursor.endEditBlock()
         if after is not None:
             shift = sum(

@@ -28,6 +28,7 @@ from assistant.gui.anchoring import Anchor, index_notice, shown_query
 from assistant.gui.documents_ops import DocumentOps
 from assistant.gui.flagged import FlaggedList, count_text
 from assistant.gui.library_panel import LibraryPanel
+from assistant.gui.library_watch import LibraryWatch
 from assistant.gui.menus import (
     LIBRARY_MIN_WIDTH,
     RESULTS_MIN_WIDTH,
@@ -131,6 +132,8 @@ class MainWindow(QMainWindow, DocumentOps):
         self.rec_runner.busy_changed.connect(self._busy_changed)
         self._restore_filters()
         self.new_document()
+        # other programs' changes to the library (CLI, language server): refresh (issue 31)
+        self.library_watch = LibraryWatch(self)
 
     # --- construction -------------------------------------------------------------------------
     def _engine_settings(self) -> ServiceSettings:

@@ -246,20 +246,16 @@ class SchemaTooNewError(LibraryOpenError):
     """The file was written by a newer Cite-Assist."""
 
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
 def check_library_file(path: Path) -> None:
-    """Refuse a folder or a file that is not SQLite before anything opens it."""
+    """Refuse a folder before anything opens it.
+
+    The header of a file is checked by SQLite itself (:func:`check_not_foreign`), never with a
+    plain ``open()``: closing any descriptor of the database file drops every POSIX lock this
+    process holds on it, so another program would then think it is the last one and delete the
+    ``-wal``/``-shm`` under our open connections (issue 31)."""
     path = Path(path)
     if path.is_dir():
         raise LibraryOpenError(f"{path} is a folder; the library is one .sqlite file")
-    if not path.exists():
-        return
-    with open(path, "rb") as fh:
-        head = fh.read(16)
-    if head and head != _SQLITE_MAGIC:  # an empty file becomes a new library
-        raise LibraryOpenError(f"{path} is not a Cite-Assist library (not an SQLite database)")
 
 
 def check_not_foreign(conn: sqlite3.Connection, path: Path) -> None:
@@ -278,6 +274,10 @@ def check_not_foreign(conn: sqlite3.Connection, path: Path) -> None:
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc).lower() or "busy" in str(exc).lower():
             raise  # another process is creating it: the caller waits and retries
+        if "not a database" in str(exc).lower():
+            raise LibraryOpenError(
+                f"{path} is not a Cite-Assist library (not an SQLite database)"
+            ) from exc
         raise LibraryOpenError(f"{path} is not a readable SQLite database ({exc})") from exc
     if version == 0 and tables - {"sqlite_sequence"}:
         names = ", ".join(sorted(tables)[:5])

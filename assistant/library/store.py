@@ -110,7 +110,13 @@ def merge_papers(old: Paper, new: Paper) -> Paper:
 
 
 class Library:
-    """A paper library stored in one SQLite file (created and migrated on open)."""
+    """A paper library stored in one SQLite file (created and migrated on open).
+
+    This is the one way every program (CLI, GUI, language server, service, auto-export) opens
+    the library, safe with any number of readers and writers in other processes: the file is
+    only ever touched through SQLite (no plain ``open()`` of it, see ``check_library_file``),
+    WAL is switched on once, every connection waits ``BUSY_TIMEOUT_S`` for locks, and closing
+    never vacuums, truncates the WAL or replaces the file."""
 
     def _connect(self) -> sqlite3.Connection:
         """Connect, set the pragmas and migrate; closes the connection again when that fails."""
@@ -118,9 +124,10 @@ class Library:
             str(self.path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S
         )
         try:
-            check_not_foreign(conn, self.path)
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            check_not_foreign(conn, self.path)
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")  # persistent: once per file
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             self.schema_version = migrate(conn)
@@ -277,6 +284,11 @@ class Library:
 
     def close(self) -> None:
         self.conn.close()
+
+    def data_version(self) -> int:
+        """A number that changes whenever another connection commits a change to the file
+        (``PRAGMA data_version``): poll it to notice other programs' writes."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def __enter__(self) -> Library:
         return self

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 #: Below this many papers the exact flat inner-product index is used (``kind="auto"``).
 FLAT_LIMIT = 200_000
+INDEX_LOCK_WAIT_S = 600.0  # a second index job waits this long for the first one
 #: IVF needs enough vectors to train its coarse quantizer.
 IVF_MIN = 1000
 KINDS = ("auto", "flat", "ivf", "hnsw")
@@ -61,9 +62,16 @@ class IndexBusyError(AssistantError):
 
 
 @contextlib.contextmanager
-def index_lock(root: Path) -> Iterator[None]:
+def index_lock(
+    root: Path,
+    wait_s: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    progress: Progress | None = None,
+) -> Iterator[None]:
     """Hold ``<index>/.lock`` (``flock``, released by the OS when the process dies, even by
-    ``kill -9``) for one indexing job; a second job fails at once with :class:`IndexBusyError`."""
+    ``kill -9``) for one indexing job. A second job (the CLI while the editor's server indexes)
+    waits up to ``wait_s`` (default ``INDEX_LOCK_WAIT_S``) for it -- the work left is then usually nothing -- and fails with
+    :class:`IndexBusyError` after that; ``cancelled()`` ends the wait (``IndexingCancelled``)."""
     root.mkdir(parents=True, exist_ok=True)
     lock_path = root / ".lock"
     try:  # never blocks on a FIFO, never follows a link
@@ -79,14 +87,24 @@ def index_lock(root: Path) -> Iterator[None]:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no cross-process lock
             fcntl = None
-        if fcntl is not None:
+        wait_s = INDEX_LOCK_WAIT_S if wait_s is None else wait_s
+        deadline, told = time.monotonic() + wait_s, False
+        while fcntl is not None:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
             except OSError:
-                raise IndexBusyError(
-                    "another index job is running on this library; wait for it to finish",
-                    file=root,
-                ) from None
+                if time.monotonic() >= deadline:
+                    raise IndexBusyError(
+                        "another index job is running on this library; wait for it to finish",
+                        file=root,
+                    ) from None
+            if cancelled is not None and cancelled():
+                raise IndexingCancelled("cancelled while waiting for another index job")
+            if progress is not None and not told:
+                told = True
+                progress(ProgressEvent(0, None, "index", "Waiting for another index job…"))
+            time.sleep(0.2)
         yield
     finally:
         fh.close()
@@ -258,7 +276,7 @@ def build_index(
     papers still lack a vector, and the next run continues.
     """
     paths = IndexPaths(Path(index_dir) if index_dir else index_dir_for(library.path))
-    with index_lock(paths.root):
+    with index_lock(paths.root, cancelled=cancelled, progress=progress):
         return _build_index(
             library,
             encoder,

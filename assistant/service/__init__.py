@@ -53,6 +53,7 @@ from assistant.service.writing import (
     query_for_selection,
     query_for_text,
     read_manuscript,
+    sync_manuscript_bib,
     write_pending_entries,
 )
 
@@ -107,6 +108,7 @@ __all__ = [
     "resolve_reranker",
     "sentence_label",
     "strip_citation_markers",
+    "sync_manuscript_bib",
     "textops",
     "write_pending_entries",
 ]

@@ -15,6 +15,7 @@ from assistant.documents.bibfile import (
     plan_append,
     read_bib,
 )
+from assistant.documents.bibsync import BibSyncReport, sync_bib
 from assistant.documents.draft import parse_draft
 from assistant.documents.linking import link_references
 from assistant.documents.manuscript import (
@@ -25,6 +26,7 @@ from assistant.documents.manuscript import (
 from assistant.documents.markers import strip_latex
 from assistant.documents.model import Document
 from assistant.library.models import Paper
+from assistant.library.store import Library
 from assistant.retrieval.query import Query
 from assistant.service.engine import Service
 
@@ -163,6 +165,34 @@ def write_pending_entries(
             apply_bib_change(plan_append(bib_path, entry))
             written.append(key)
     return written
+
+
+def sync_manuscript_bib(
+    service: Service,
+    bib_path: Path,
+    document: str,
+    style: str,
+    pending: dict[str, str] | None = None,
+    library: Library | None = None,
+) -> BibSyncReport:
+    """On save (GUI) or on request (language server): the ``.bib`` contract of
+    :mod:`assistant.documents.bibsync` -- every cited key the library knows gets its entry, the
+    app's entries for keys no longer cited go, unknown keys are reported. ``pending``: entries
+    queued by this session's inserts (``key -> BibTeX``, e.g. a key renamed on a clash);
+    ``library``: the connection to read (default :meth:`Service.reader`)."""
+    pending = dict(pending or {})
+    if style == textops.NUMERIC:  # numbers, not keys: only the queued entries still cited
+        added = write_pending_entries(bib_path, pending, document, style) if pending else []
+        return BibSyncReport(Path(bib_path), added=added, written=bool(added))
+    reader = library or service.reader()
+
+    def lookup(key: str) -> str | None:
+        if key in pending:
+            return pending[key]
+        paper = reader.get_by_citekey(key)
+        return service.paper_bibtex(paper) if paper is not None else None
+
+    return sync_bib(bib_path, document, style, lookup, protect=(service.db_path,))
 
 
 def pdf_exclusions(service: Service, doc: Document) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -1,0 +1,1 @@
+"""Concurrency suite: real programs on one library (issue 31)."""

@@ -138,11 +138,14 @@ def test_issue29_2_bak_symlink_is_not_written_through(home, tmp_path):
     bib.write_text("@article{old, title={Old entry}, author={A, B}, year={2019}}\n")
     (project / "refs.bib.bak").symlink_to(bashrc)
     entry = "@article{new, title={New entry}, author={C, D}, year={2020}}\n"
-    with pytest.raises(AssistantError, match="symbolic link"):
-        append_entry(bib, entry)
+    with pytest.raises(AssistantError, match="symbolic link"):  # a backup asked for
+        append_entry(bib, entry, backup=True)
     assert _sha(bashrc) == before
     assert (project / "refs.bib.bak").is_symlink()
     assert "new" not in bib.read_text()  # refused before anything was written
+    append_entry(bib, entry)  # the default writes no backup: the link is never touched
+    assert _sha(bashrc) == before and (project / "refs.bib.bak").is_symlink()
+    assert "@article{new" in bib.read_text()
 
 
 def test_issue29_2_bib_that_is_a_symlink_is_not_written_through(home, tmp_path):

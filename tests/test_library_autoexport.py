@@ -81,11 +81,11 @@ def test_a_kill_after_the_commit_is_caught_up_on_the_next_open(db, tmp_path, mon
     with Library(db) as lib:
         LibraryManager(lib).add_auto_export(out)
         paper = lib.get_by_citekey("smith2020axioms")
-        monkeypatch.setattr(Library, "_after_change", lambda self: None)  # "killed" here
-        editing.edit_paper(lib, paper.id, {"year": "2011"})
+        with monkeypatch.context() as m:  # (undo only this patch: the fixtures' HOME stays)
+            m.setattr(Library, "_after_change", lambda self: None)  # "killed" here
+            editing.edit_paper(lib, paper.id, {"year": "2011"})
         assert "year = {2020}" in out.read_text()
         assert autoexport.out_of_step(lib) == [str(out.resolve())]
-    monkeypatch.undo()
     with Library(db) as lib:  # recovery: the next open brings the file in step
         assert autoexport.out_of_step(lib) == []
         assert out.read_text() == autoexport.export_text(lib, None, "bibtex")

@@ -344,8 +344,8 @@ def _run_locked(lib, force: bool, only: str | None) -> list[str]:
                         f"unknown format '{entry.format}' (use one of {', '.join(FORMATS)})",
                         file=entry.path,
                     )
-                _check_trusted(lib, entry)
                 _check_target(Path(entry.path))
+                _check_trusted(lib, entry)
                 got = None if force else _incremental(lib, entry, gen, _index(lib, entry.path))
                 if got is None:
                     scope = (entry.collection_id, entry.format)

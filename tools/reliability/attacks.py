@@ -143,6 +143,19 @@ def _special(kind: str, victim: Callable[[World], Path]):
     return make
 
 
+def _may_write(where: Callable[[World], Path]):
+    """Declare a file the case's action may legitimately write (the user's own save target)."""
+
+    def declare(world: World) -> None:
+        world.targets.append(where(world))
+
+    return declare
+
+
+def _save_target(world: World) -> Path:
+    return world.manuscript / "refs.bib"
+
+
 def _both(*steps):
     def setup(world: World) -> None:
         for step in steps:
@@ -184,7 +197,12 @@ def generate() -> list[AttackCase]:
         AttackCase(
             "received-manuscript-bak-link",
             "received-manuscript",
-            _both(_library, _special("link", lambda w: w.manuscript / "refs.bib.bak")),
+            # the save writes refs.bib (no backup is made): never through the planted .bak link
+            _both(
+                _library,
+                _special("link", lambda w: w.manuscript / "refs.bib.bak"),
+                _may_write(_save_target),
+            ),
             _append_bib,
         ),
         AttackCase(
@@ -224,7 +242,11 @@ def generate() -> list[AttackCase]:
                 AttackCase(
                     f"{target}-{kind}",
                     "write-targets",
-                    _both(_library, _special(kind, where)),
+                    _both(
+                        _library,
+                        _special(kind, where),
+                        *([_may_write(_save_target)] if target == "bak" else []),
+                    ),
                     action,
                     ["Planted paper"],
                 )

@@ -116,6 +116,26 @@ def bench_encode(
     click.echo(text)
 
 
+def _stage_bench(db: Path, draft, papers, n_queries, rounds, cold_runs) -> dict:
+    from assistant.cli.retrieval import result_to_dict
+    from assistant.config import RESOURCES_DIR
+    from assistant.library.store import Library
+    from assistant.service.bench import acm_cr_queries, draft_queries, run_stage_bench
+
+    if draft is None and papers is not None:
+        library = Library(db)
+        small = library.count() < 1000
+        library.close()
+        if not small:
+            queries = acm_cr_queries(papers, n_queries)
+            source = f"acm-cr:{papers}"
+    if draft is not None or papers is None or small:
+        draft = draft or RESOURCES_DIR / "sample" / "draft.tex"
+        queries, source = draft_queries(draft, n_queries), f"draft:{draft.name}"
+    out = run_stage_bench(db, queries, result_to_dict, rounds=rounds, cold_runs=cold_runs)
+    return {"db": str(db), "query_source": source, **out}
+
+
 @click.command("query")
 @db_option("An indexed library (default: global --db).")
 @click.option(
@@ -153,15 +173,52 @@ def bench_encode(
     show_default=True,
     help="Papers embedded to measure indexing throughput.",
 )
+@click.option(
+    "--stages",
+    is_flag=True,
+    help="Only the latency budget of the whole product query (ranker, reranker, intent as the "
+    "settings run them): each stage's wall/CPU p50/p95, uncached and repeated, and a cold "
+    "`assistant recommend`.",
+)
+@click.option(
+    "--draft",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="--stages: ask each sentence of this draft (default: the bundled sample draft when the "
+    "library has under 1000 papers or no ACM-CR dev folder is found, else ACM-CR contexts).",
+)
+@click.option("--rounds", type=int, default=2, show_default=True, help="--stages: passes.")
+@click.option("--cold-runs", type=int, default=2, show_default=True, help="--stages: cold runs.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
 @click.pass_context
 def bench_query(
-    ctx, db, papers_dir, sizes, n_queries, reranker, candidates, ranker, embed_docs, as_json
+    ctx,
+    db,
+    papers_dir,
+    sizes,
+    n_queries,
+    reranker,
+    candidates,
+    ranker,
+    embed_docs,
+    stages,
+    draft,
+    rounds,
+    cold_runs,
+    as_json,
 ):
     """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
     from assistant.cli import resolve_db_path
 
     papers = Path(papers_dir) if papers_dir else _default_papers()
+    if stages:
+        click.echo(
+            json.dumps(
+                _stage_bench(resolve_db_path(ctx, db), draft, papers, n_queries, rounds, cold_runs),
+                indent=2,
+            )
+        )
+        return
     out = run_query_bench(
         resolve_db_path(ctx, db),
         papers,

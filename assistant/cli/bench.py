@@ -230,3 +230,48 @@ def bench_query(
         embed_docs,
     )
     click.echo(json.dumps(out, indent=2))
+
+
+@click.command("scale")
+@click.option("--papers", "n_papers", type=int, required=True, help="Synthetic papers (N).")
+@click.option(
+    "--dir",
+    "workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to build the library (default: a temporary folder, removed after).",
+)
+@click.option("--queries", "n_queries", type=int, default=40, show_default=True)
+@click.option(
+    "--kind",
+    type=click.Choice(["auto", "flat", "ivf", "hnsw", "ivfpq"]),
+    default="auto",
+    show_default=True,
+    help="FAISS index the library is built with.",
+)
+@click.option(
+    "--recall",
+    default="hnsw,ivfpq",
+    show_default=True,
+    help="Approximate indexes whose recall@100 against exact search is measured ('' for none).",
+)
+@click.option("--no-product", is_flag=True, help="Skip the cross-encoder + intent timing.")
+@click.option("--keep", is_flag=True, help="Keep the built library and index in --dir.")
+def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep):
+    """A synthetic library of N papers drawn from the ACM-DL statistics, imported and indexed for
+    real (vectors without the encoder): import/index time, RSS, disk, query p50/p95 and the
+    recall of approximate indexes, as JSON."""
+    import tempfile
+
+    from assistant.retrieval.scale_bench import run_scale_bench
+
+    say = lambda m: click.echo(m, err=True)  # noqa: E731
+    kinds = tuple(k.strip() for k in recall.split(",") if k.strip())
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+            out = run_scale_bench(
+                n_papers, Path(tmp), n_queries, kind, kinds, not no_product, False, say
+            )
+    else:
+        out = run_scale_bench(n_papers, workdir, n_queries, kind, kinds, not no_product, keep, say)
+    click.echo(json.dumps(out, indent=2))

@@ -160,6 +160,15 @@ def run_scale_bench(
         "requested": kind,
     }
     out["disk_mb"] = {"library": _disk_mb(db), "index": _disk_mb(index_dir_for(db))}
+    say("re-indexing after one edited record")
+    from assistant.library.editing import edit_paper
+
+    edited = library.get(max(1, n // 2))
+    edit_paper(library, edited.id, {"abstract": (edited.abstract or "") + " Revised."})
+    t = time.perf_counter()
+    again = build_index(library, encoder, kind=kind, chunk_size=4096, batch_size=4096)
+    out["reindex_one_changed_s"] = round(time.perf_counter() - t, 2)
+    assert again.updated == 1, again
     library.close()
 
     say("querying")

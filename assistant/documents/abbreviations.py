@@ -86,7 +86,7 @@ def find_abbreviations(text: str, wanted: Iterable[str] | None = None) -> dict[s
                     for short in doc._.abbreviations
                 )
         while len(_DETECTED) > _DETECTED_SIZE:
-            _DETECTED.pop(next(iter(_DETECTED)))
+            _DETECTED.pop(next(iter(_DETECTED)), None)  # another thread may have taken it
     for window in windows:
         for sf, long in pairs[window]:
             if (

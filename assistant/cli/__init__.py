@@ -149,6 +149,7 @@ def eval_group() -> None:
     lazy_subcommands={
         "encode": "assistant.cli.bench:bench_encode",
         "query": "assistant.cli.bench:bench_query",
+        "scale": "assistant.cli.bench:bench_scale",
     },
 )
 def bench_group() -> None:

@@ -117,6 +117,26 @@ def bench_encode(
     click.echo(text)
 
 
+def _stage_bench(db: Path, draft, papers, n_queries, rounds, cold_runs) -> dict:
+    from assistant.cli.retrieval import result_to_dict
+    from assistant.config import RESOURCES_DIR
+    from assistant.library.store import Library
+    from assistant.service.bench import acm_cr_queries, draft_queries, run_stage_bench
+
+    if draft is None and papers is not None:
+        library = Library(db)
+        small = library.count() < 1000
+        library.close()
+        if not small:
+            queries = acm_cr_queries(papers, n_queries)
+            source = f"acm-cr:{papers}"
+    if draft is not None or papers is None or small:
+        draft = draft or RESOURCES_DIR / "sample" / "draft.tex"
+        queries, source = draft_queries(draft, n_queries), f"draft:{draft.name}"
+    out = run_stage_bench(db, queries, result_to_dict, rounds=rounds, cold_runs=cold_runs)
+    return {"db": str(db), "query_source": source, **out}
+
+
 @click.command("query")
 @db_option("An indexed library (default: global --db).")
 @click.option(
@@ -154,6 +174,22 @@ def bench_encode(
     show_default=True,
     help="Papers embedded to measure indexing throughput.",
 )
+@click.option(
+    "--stages",
+    is_flag=True,
+    help="Only the latency budget of the whole product query (ranker, reranker, intent as the "
+    "settings run them): each stage's wall/CPU p50/p95, uncached and repeated, and a cold "
+    "`assistant recommend`.",
+)
+@click.option(
+    "--draft",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="--stages: ask each sentence of this draft (default: the bundled sample draft when the "
+    "library has under 1000 papers or no ACM-CR dev folder is found, else ACM-CR contexts).",
+)
+@click.option("--rounds", type=int, default=2, show_default=True, help="--stages: passes.")
+@click.option("--cold-runs", type=int, default=2, show_default=True, help="--stages: cold runs.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
 @click.option(
     "--device",
@@ -164,7 +200,21 @@ def bench_encode(
 )
 @click.pass_context
 def bench_query(
-    ctx, db, papers_dir, sizes, n_queries, reranker, candidates, ranker, embed_docs, as_json, device
+    ctx,
+    db,
+    papers_dir,
+    sizes,
+    n_queries,
+    reranker,
+    candidates,
+    ranker,
+    embed_docs,
+    stages,
+    draft,
+    rounds,
+    cold_runs,
+    as_json,
+    device,
 ):
     """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
     from assistant.cli import resolve_db_path
@@ -172,6 +222,14 @@ def bench_query(
     if device != "auto":
         os.environ["ASSISTANT_DEVICE"] = device  # read by every model load of this process
     papers = Path(papers_dir) if papers_dir else _default_papers()
+    if stages:
+        click.echo(
+            json.dumps(
+                _stage_bench(resolve_db_path(ctx, db), draft, papers, n_queries, rounds, cold_runs),
+                indent=2,
+            )
+        )
+        return
     out = run_query_bench(
         resolve_db_path(ctx, db),
         papers,
@@ -189,4 +247,49 @@ def bench_query(
     out["models"] = loaded_model_runtimes()  # the device each model really ran on
     if device == "cuda":
         out["cuda_problems"] = cuda_problems()
+    click.echo(json.dumps(out, indent=2))
+
+
+@click.command("scale")
+@click.option("--papers", "n_papers", type=int, required=True, help="Synthetic papers (N).")
+@click.option(
+    "--dir",
+    "workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to build the library (default: a temporary folder, removed after).",
+)
+@click.option("--queries", "n_queries", type=int, default=40, show_default=True)
+@click.option(
+    "--kind",
+    type=click.Choice(["auto", "flat", "ivf", "hnsw", "ivfpq"]),
+    default="auto",
+    show_default=True,
+    help="FAISS index the library is built with.",
+)
+@click.option(
+    "--recall",
+    default="hnsw,ivfpq",
+    show_default=True,
+    help="Approximate indexes whose recall@100 against exact search is measured ('' for none).",
+)
+@click.option("--no-product", is_flag=True, help="Skip the cross-encoder + intent timing.")
+@click.option("--keep", is_flag=True, help="Keep the built library and index in --dir.")
+def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep):
+    """A synthetic library of N papers drawn from the ACM-DL statistics, imported and indexed for
+    real (vectors without the encoder): import/index time, RSS, disk, query p50/p95 and the
+    recall of approximate indexes, as JSON."""
+    import tempfile
+
+    from assistant.retrieval.scale_bench import run_scale_bench
+
+    say = lambda m: click.echo(m, err=True)  # noqa: E731
+    kinds = tuple(k.strip() for k in recall.split(",") if k.strip())
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+            out = run_scale_bench(
+                n_papers, Path(tmp), n_queries, kind, kinds, not no_product, False, say
+            )
+    else:
+        out = run_scale_bench(n_papers, workdir, n_queries, kind, kinds, not no_product, keep, say)
     click.echo(json.dumps(out, indent=2))

@@ -23,6 +23,12 @@ _MAX_LONG_WORDS = 8
 _AFTER_SHORT = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9&\-]{1,9})\s*[;,][^()]*\)")
 
 
+#: window text -> the detector's (short, long) pairs in it: a draft being edited keeps most of
+#: its windows, so only the changed ones go through spaCy again
+_DETECTED: dict[str, tuple[tuple[str, str], ...]] = {}
+_DETECTED_SIZE = 4096
+
+
 def _is_short_form(text: str) -> bool:
     return bool(_SHORT.fullmatch(text)) and sum(c.isupper() for c in text) >= 2
 
@@ -68,13 +74,21 @@ def find_abbreviations(text: str, wanted: Iterable[str] | None = None) -> dict[s
     windows = _windows(text, wanted)
     if not windows:
         return found
-    nlp = _pipeline()
-    with warnings.catch_warnings():  # W036: the detector's unused matcher has no patterns
-        warnings.simplefilter("ignore", UserWarning)
-        docs = list(nlp.pipe(windows))
-    for doc in docs:
-        for short in doc._.abbreviations:
-            sf, long = short.text, " ".join(short._.long_form.text.split())
+    pairs = {w: _DETECTED[w] for w in windows if w in _DETECTED}
+    todo = [w for w in dict.fromkeys(windows) if w not in pairs]
+    if todo:
+        nlp = _pipeline()
+        with warnings.catch_warnings():  # W036: the detector's unused matcher has no patterns
+            warnings.simplefilter("ignore", UserWarning)
+            for window, doc in zip(todo, nlp.pipe(todo)):
+                pairs[window] = _DETECTED[window] = tuple(
+                    (short.text, " ".join(short._.long_form.text.split()))
+                    for short in doc._.abbreviations
+                )
+        while len(_DETECTED) > _DETECTED_SIZE:
+            _DETECTED.pop(next(iter(_DETECTED)), None)  # another thread may have taken it
+    for window in windows:
+        for sf, long in pairs[window]:
             if (
                 _is_short_form(sf)
                 and sf not in found

@@ -73,7 +73,7 @@ def base_key(authors: list[str], year: int | None, title: str) -> str:
     last = ascii_fold(authors[0].split(",")[0]) if authors else ""
     if not last or last == "others":
         last = "anon"
-    words = [ascii_fold(w) for w in _WORD.findall(_ascii(title))]
+    words = _WORD.findall(_ascii(title))  # already folded: lower-case ASCII words
     first = next((w for w in words if w and w not in _STOPWORDS), words[0] if words else "untitled")
     return f"{last[:24]}{year if year else 'nd'}{first[:20]}"
 

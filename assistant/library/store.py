@@ -323,6 +323,15 @@ class Library:
             original_text=row[20] or "",
         )
 
+    def generation(self) -> tuple[int, int]:
+        """Changes whenever anything in the library file changes: a commit by another connection
+        (``PRAGMA data_version``) or a write through this one (``total_changes``). Caches of
+        values derived from the library key on it."""
+        return (
+            self.conn.execute("PRAGMA data_version").fetchone()[0],
+            self.conn.total_changes,
+        )
+
     def count(self) -> int:
         """Papers in the library (the trash not counted)."""
         return self.conn.execute(

@@ -18,6 +18,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 #: feature names, in the order of :func:`signals` columns
 SIGNALS = (
@@ -50,7 +51,14 @@ def name_key(name: str) -> str:
 
 
 def name_keys(names: Iterable[str]) -> set[str]:
-    return {k for k in (name_key(n) for n in names) if k}
+    return set(_name_keys(tuple(names)))
+
+
+@lru_cache(maxsize=65536)
+def _name_keys(names: tuple[str, ...]) -> frozenset[str]:
+    """The keys of one author list (cached: the same library papers come back query after
+    query; a pure function of the names, so an edited author list is simply another key)."""
+    return frozenset(k for k in (name_key(n) for n in names) if k)
 
 
 @dataclass
@@ -61,6 +69,8 @@ class LibraryStats:
     name_df: Counter = field(default_factory=Counter)  # name key -> papers with that author
     coauthors: dict[str, set[str]] = field(default_factory=dict)
     cited_count: dict[int, int] = field(default_factory=dict)  # paper id -> citing manuscripts
+    #: the manuscript's authors -> their co-author neighbourhood (asked for on every query)
+    _near: dict[frozenset[str], frozenset[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, library) -> LibraryStats:
@@ -107,11 +117,16 @@ def signals(
     year: int | None = None,
 ) -> list[list[float]]:
     """One row of :data:`SIGNALS` per candidate paper (``id``, ``authors``, ``year`` attributes)."""
-    mine = name_keys(authors)
-    near = neighbourhood(mine, stats) if mine else set()
+    mine = _name_keys(tuple(authors))
+    near = stats._near.get(mine)
+    if near is None:
+        near = frozenset(neighbourhood(set(mine), stats)) if mine else frozenset()
+        if len(stats._near) > 256:
+            stats._near.clear()
+        stats._near[mine] = near
     rows = []
     for paper in candidates:
-        theirs = name_keys(paper.authors or ())
+        theirs = _name_keys(tuple(paper.authors or ()))
         shared = mine & theirs
         gap = float(year - paper.year) if year and paper.year else 0.0
         rows.append(

@@ -59,18 +59,18 @@ class Analyzer:
     def __init__(self, stem: bool = True):
         self.stem = bool(stem and _pystemmer is not None)
         self._stemmer = _pystemmer.Stemmer("english") if self.stem else None
-        self._cache: dict[str, str] = {}
+        self._cache: dict[str, str] = {}  # word -> its stem, "" for a stopword
 
     def __call__(self, text: str) -> list[str]:
-        words = [w for w in _TOKEN.findall((text or "").lower()) if w not in _STOP]
-        if not self._stemmer:
-            return words
-        out = []
-        for w in words:
-            s = self._cache.get(w)
-            if s is None:
-                s = self._cache[w] = self._stemmer.stemWord(w)
-            out.append(s)
+        cache, out = self._cache, []
+        for w in _TOKEN.findall((text or "").lower()):
+            s = cache.get(w)
+            if s is None:  # one dict lookup a word once seen (indexing tokenises every paper)
+                s = cache[w] = (
+                    "" if w in _STOP else self._stemmer.stemWord(w) if self._stemmer else w
+                )
+            if s:
+                out.append(s)
         return out
 
 

@@ -40,12 +40,17 @@ from assistant.retrieval.index_files import IndexDamagedError
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-#: Below this many papers the exact flat inner-product index is used (``kind="auto"``).
+#: ``kind="auto"``: below this many papers the exact flat inner-product index (a search of 200k
+#: vectors takes ~20 ms on 2 cores; ``assistant bench scale``, assistant/models/BENCHMARKS.md) ...
 FLAT_LIMIT = 200_000
+#: ... then HNSW (recall@100 >= 0.95 against exact search, ~1.7 KB a vector in memory) up to
+#: this many, and IVF-PQ (48 bytes a vector) above it, where HNSW would not fit a laptop's memory.
+HNSW_LIMIT = 5_000_000
 INDEX_LOCK_WAIT_S = 600.0  # a second index job waits this long for the first one
-#: IVF needs enough vectors to train its coarse quantizer.
+#: IVF needs enough vectors to train its coarse quantizer (IVF-PQ also its codebooks).
 IVF_MIN = 1000
-KINDS = ("auto", "flat", "ivf", "hnsw")
+PQ_MIN = 10_000
+KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
 #: Tokens embedded per paper. 256 (MiniLM's limit) keeps most ACM abstracts whole: on ACM-CR dev
 #: the dense run alone gains at paragraph level (R@10 0.308 -> 0.337 plain, 0.335 -> 0.401
 #: enhanced) and the fused run ties 128 under cross-validation; indexing takes twice as long as
@@ -142,7 +147,9 @@ def _atomic_write(path: Path, text: str) -> None:
 def resolve_kind(kind: str, n: int) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown index kind {kind!r}; expected one of {', '.join(KINDS)}")
-    return ("flat" if n < FLAT_LIMIT else "hnsw") if kind == "auto" else kind
+    if kind != "auto":
+        return kind
+    return "flat" if n < FLAT_LIMIT else "hnsw" if n < HNSW_LIMIT else "ivfpq"
 
 
 def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
@@ -156,10 +163,25 @@ def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
         index.nprobe = max(8, nlist // 16)
         index.add_with_ids(vectors, ids)
         return index
+    if kind == "ivfpq" and n >= PQ_MIN:
+        nlist = int(min(4 * np.sqrt(n), n // 39))
+        sub = next(m for m in (48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0)
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFPQ(quantizer, dim, nlist, sub, 8, faiss.METRIC_INNER_PRODUCT)
+        index.train(
+            vectors[np.random.default_rng(0).permutation(n)[: max(256 * nlist // 4, 40_000)]]
+        )
+        index.nprobe = max(16, nlist // 8)
+        index.add_with_ids(vectors, ids)
+        return index
     if kind == "hnsw":
         base = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
         base.hnsw.efConstruction = 80
-        base.hnsw.efSearch = 128
+        # the prefilter asks for 400 candidates (PipelineConfig.depth); recall@100 against exact
+        # search on synthetic ACM papers (`assistant bench scale`, BENCHMARKS.md): 30k 0.84 /
+        # 0.98 / 1.0 at efSearch 128 / 400 / 800; 60k 0.95 / 0.97 / 1.0 at 400 / 800 / 1200;
+        # 100k 0.87 at 400. The list grows with the library: 800 (~9 ms a query at 60k).
+        base.hnsw.efSearch = 800
         index = faiss.IndexIDMap2(base)
     else:
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
@@ -336,8 +358,10 @@ def _build_index(
     report.kind = resolve_kind(
         kind if kind != "auto" else meta.get("kind_requested", "auto"), len(versions)
     )
-    if report.kind == "ivf" and len(versions) < IVF_MIN:
-        report.kind = "flat"  # too few vectors to train the IVF quantizer
+    if (report.kind == "ivf" and len(versions) < IVF_MIN) or (
+        report.kind == "ivfpq" and len(versions) < PQ_MIN
+    ):
+        report.kind = "flat"  # too few vectors to train the IVF quantizer / PQ codebooks
     digest = _versions_digest(versions)
     try:
         bm25_meta = index_files.load_json(paths.bm25 / "bm25.json")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -127,7 +128,14 @@ def _conn(library):
 
 
 def library_prior(library) -> np.ndarray:
-    """``pi``: intent distribution over the library's labelled citations, smoothed with SciCite's."""
+    """``pi``: intent distribution over the library's labelled citations, smoothed with SciCite's
+    (cached per library until it changes: a GROUP BY over every citation, on every query)."""
+    key = None
+    if library is not None and hasattr(library, "generation"):
+        key = (id(_conn(library)), library.generation())
+        cached = _PRIOR_CACHE.get(key)
+        if cached is not None:
+            return cached.copy()
     counts = np.zeros(len(LABELS))
     if library is not None:
         for intent, n in _conn(library).execute(
@@ -135,7 +143,43 @@ def library_prior(library) -> np.ndarray:
         ):
             if intent in LABELS:
                 counts[LABELS.index(intent)] = n
-    return (counts + PRIOR_STRENGTH * SCICITE_PRIOR) / (counts.sum() + PRIOR_STRENGTH)
+    prior = (counts + PRIOR_STRENGTH * SCICITE_PRIOR) / (counts.sum() + PRIOR_STRENGTH)
+    if key is not None:
+        _PRIOR_CACHE.clear()  # one library per process in practice: keep the last one
+        _PRIOR_CACHE[key] = prior.copy()
+    return prior
+
+
+_PRIOR_CACHE: dict[tuple, np.ndarray] = {}
+#: (model, text) -> p(k|c) of recent query contexts; (model, paper id, text) -> q_d of papers
+_CONTEXT_CACHE: OrderedDict[tuple, np.ndarray] = OrderedDict()
+_PROFILE_CACHE: OrderedDict[tuple, np.ndarray] = OrderedDict()
+CONTEXT_CACHE_SIZE = 256
+PROFILE_CACHE_SIZE = 50_000  # ~10 MB: the papers that keep coming back in the shown lists
+
+
+def _remember(cache: OrderedDict, key, value, size: int) -> None:
+    cache[key] = value
+    if len(cache) > size:
+        cache.popitem(last=False)
+
+
+def paper_profiles(model, papers: list) -> np.ndarray:
+    """``q_d`` of each paper (rows of ``model.predict_proba``), cached per model version, paper
+    id and text: an edited title or abstract is another key, a library paper is computed once."""
+    from assistant.inference.paper_intent import paper_text
+
+    texts = [paper_text(p.title or "", p.abstract or "") for p in papers]
+    version = (id(model), getattr(model, "version", ""))
+    keys = [(version, p.id, hash(t)) for p, t in zip(papers, texts)]
+    rows: list[np.ndarray | None] = [_PROFILE_CACHE.get(k) for k in keys]
+    missing = [i for i, row in enumerate(rows) if row is None]
+    if missing:
+        fresh = model.predict_proba([texts[i] for i in missing])
+        for i, row in zip(missing, fresh):
+            rows[i] = row
+            _remember(_PROFILE_CACHE, keys[i], row, PROFILE_CACHE_SIZE)
+    return np.asarray(rows, dtype=np.float64).reshape(len(papers), len(LABELS))
 
 
 def intent_profiles(library, paper_ids: list[int]) -> dict[int, IntentProfile]:
@@ -201,10 +245,16 @@ def context_probs(query_text: str, classifier=None) -> np.ndarray:
     from assistant.inference.intent import load_intent_classifier
 
     clf = classifier or load_intent_classifier()
+    key = (id(clf), getattr(clf, "version", ""), query_text or "")
+    cached = _CONTEXT_CACHE.get(key)
+    if cached is not None:
+        return cached.copy()
     probs = clf.predict_proba([query_text or ""])[0]
     if list(clf.labels) != list(LABELS):  # reorder to LABELS
         probs = np.array([probs[list(clf.labels).index(lab)] for lab in LABELS])
-    return np.asarray(probs, dtype=np.float64)
+    probs = np.asarray(probs, dtype=np.float64)
+    _remember(_CONTEXT_CACHE, key, probs.copy(), CONTEXT_CACHE_SIZE)
+    return probs
 
 
 def label_recommendations(
@@ -227,13 +277,7 @@ def label_recommendations(
     prior = library_prior(library)
     model = _profile_model(classifier)
     weights = model.combine if model is not None else None
-    q_all = None
-    if model is not None:
-        from assistant.inference.paper_intent import paper_text
-
-        q_all = model.predict_proba(
-            [paper_text(it.paper.title or "", it.paper.abstract or "") for it in items]
-        )
+    q_all = paper_profiles(model, [it.paper for it in items]) if model is not None else None
     ids = [it.paper.id for it in items]
     profiles = intent_profiles(library, [i for i in ids if i is not None])
     empty = IntentProfile({lab: 0 for lab in LABELS})

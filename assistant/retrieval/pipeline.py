@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
@@ -24,12 +25,17 @@ from assistant.retrieval.protocols import IntentLabeller, Reranker
 from assistant.retrieval.protocols import Searcher as SearcherProtocol
 from assistant.retrieval.query import Query, QueryParts, as_query
 from assistant.retrieval.searcher import Searcher
+from assistant.retrieval.stages import StageClock
 
 log = logging.getLogger(__name__)
 
 #: (BM25 weight, dense weight) of the supporting text (context + title/abstract) per mode, tuned on
 #: the ACM-CR dev set for local/paragraph (assistant/models/BENCHMARKS.md); "global" is not covered by the dev set.
 DEFAULT_SUPPORT = {"local": (0.1, 0.75), "paragraph": (0.1, 0.75), "global": (0.3, 0.3)}
+
+
+#: reranked heads remembered (a head is ~20 papers' texts: a few MB at most)
+RERANK_CACHE = 64
 
 
 class RecommendationCancelled(Cancelled):
@@ -87,6 +93,8 @@ class RecommendationResult:
     items: list[Recommendation]
     timings_ms: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: CPU milliseconds per stage (same keys as ``timings_ms``; see ``retrieval.stages``)
+    cpu_ms: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -122,6 +130,7 @@ class Recommender:
         self._rerankers: dict[str, Reranker] = {}
         self._rankers: dict[str, object] = {}
         self._stats = None  # bibsignals.LibraryStats, built on the first ranked query
+        self._rerank_cache: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._intent_fn = intent_labeller
 
     @property
@@ -134,44 +143,49 @@ class Recommender:
         query: Query | str,
         config: PipelineConfig | None = None,
         cancelled: Callable[[], bool] | None = None,
+        clock: StageClock | None = None,
     ) -> Prefilter:
-        """Dense + BM25 candidates (filters applied) and their fusion."""
+        """Dense + BM25 candidates (filters applied) and their fusion (each stage's wall/CPU
+        time added to ``clock``)."""
         config = config or self.config
         query = as_query(query)
-        parts = query.parts()
-        allowed = self._only(
-            self.searcher.allowed_mask(
-                self._excluded(query, config), self._max_year(query, config)
-            ),
-            config,
-        )
-        timings: dict[str, float] = {}
+        clock = clock if clock is not None else StageClock()
+        with clock.stage("abbreviations"):
+            pairs = query.abbreviation_pairs()
+        with clock.stage("query"):
+            parts = query.parts(pairs)
+            allowed = self._only(
+                self.searcher.allowed_mask(
+                    self._excluded(query, config), self._max_year(query, config)
+                ),
+                config,
+            )
         empty = (np.empty(0, np.int64), np.empty(0, np.float32))
         bm25_w, dense_w = config.support.get(parts.mode, (0.0, 0.0))
         bm25_run = dense_run = empty
         if config.use_bm25:
-            t = time.perf_counter()
-            bm25_run = self.searcher.bm25_search(
-                parts, bm25_w, config.depth, allowed, config.bm25_query_tf
-            )
-            timings["bm25"] = (time.perf_counter() - t) * 1000
+            with clock.stage("bm25"):
+                bm25_run = self.searcher.bm25_search(
+                    parts, bm25_w, config.depth, allowed, config.bm25_query_tf
+                )
         _check(cancelled)
         if config.use_dense and self.searcher.has_dense:
-            t = time.perf_counter()
-            dense_run = self.searcher.dense_search(parts, dense_w, config.depth, allowed, timings)
-            timings["dense"] = (time.perf_counter() - t) * 1000
+            inner: dict[str, float] = {}
+            with clock.stage("dense"):
+                dense_run = self.searcher.dense_search(parts, dense_w, config.depth, allowed, inner)
+            # the query encoder's share (the searcher times it inside dense_search)
+            clock.move("dense", "encode", inner.get("encode", 0.0), inner.get("encode_cpu", 0.0))
         _check(cancelled)
-        t = time.perf_counter()
-        runs = {"dense": dense_run, "bm25": bm25_run}
-        fused = fusion_mod.fuse(
-            runs,
-            config.fusion,
-            dense_weight=config.dense_weight,
-            rrf_k=config.rrf_k,
-            norm=config.norm,
-        )
-        timings["fuse"] = (time.perf_counter() - t) * 1000
-        return Prefilter(parts.mode, parts, bm25_run, dense_run, fused, timings)
+        with clock.stage("fuse"):
+            runs = {"dense": dense_run, "bm25": bm25_run}
+            fused = fusion_mod.fuse(
+                runs,
+                config.fusion,
+                dense_weight=config.dense_weight,
+                rrf_k=config.rrf_k,
+                norm=config.norm,
+            )
+        return Prefilter(parts.mode, parts, bm25_run, dense_run, fused, dict(clock.wall_ms))
 
     def recommend(
         self,
@@ -183,38 +197,43 @@ class Recommender:
         config = config or self.config
         query = as_query(query)
         with self._lock:
-            start = time.perf_counter()
-            pre = self.prefilter(query, config, cancelled)
-            timings = dict(pre.timings_ms)
+            clock = StageClock()
+            start, cpu_start = time.perf_counter(), time.process_time()
+            pre = self.prefilter(query, config, cancelled, clock)
             warnings = list(self.searcher.warnings)
             if config.ranker:
-                t = time.perf_counter()
-                items = self.rank(pre, query, config)
-                timings["ranker"] = (time.perf_counter() - t) * 1000
+                items = self.rank(pre, query, config, clock)
             else:
-                items = self._candidates(pre, config)
+                with clock.stage("candidates"):
+                    items = self._candidates(pre, config)
             _check(cancelled)
             if config.reranker and items:
-                t = time.perf_counter()
-                items = self._rerank(pre.parts, items, config)
-                timings["rerank"] = (time.perf_counter() - t) * 1000
+                with clock.stage("rerank"):
+                    items = self._rerank(pre.parts, items, config)
                 _check(cancelled)
             need = config.use_intent and self._intent_fn and config.intent_preference
             items = items[: max(config.k, config.intent_pool) if need else config.k]
             for rank, item in enumerate(items, start=1):
                 item.ranks["final"] = rank
             if config.use_intent and self._intent_fn and items:
-                t = time.perf_counter()
-                try:
-                    items = self._label_intents(pre.parts.focus, items, config)[: config.k]
-                except Exception as exc:  # the intent stage is optional: never lose the results
-                    log.warning("intent stage failed: %s", exc)
-                    warnings.append(f"intent labelling failed: {exc}")
-                timings["intent"] = (time.perf_counter() - t) * 1000
+                with clock.stage("intent"):
+                    try:
+                        items = self._label_intents(pre.parts.focus, items, config)[: config.k]
+                    except Exception as exc:  # the intent stage is optional: keep the results
+                        log.warning("intent stage failed: %s", exc)
+                        warnings.append(f"intent labelling failed: {exc}")
                 items = items[: config.k]  # the pool is cut even when labelling failed
+            timings = dict(clock.wall_ms)
             timings["total"] = (time.perf_counter() - start) * 1000
+            cpu = dict(clock.cpu_ms)
+            cpu["total"] = (time.process_time() - cpu_start) * 1000
             return RecommendationResult(
-                query=query, mode=pre.mode, items=items, timings_ms=timings, warnings=warnings
+                query=query,
+                mode=pre.mode,
+                items=items,
+                timings_ms=timings,
+                warnings=warnings,
+                cpu_ms=cpu,
             )
 
     def library_stats(self):
@@ -241,25 +260,35 @@ class Recommender:
             depth=self.config.depth,
         )
 
-    def rank(self, pre: Prefilter, query: Query, config: PipelineConfig) -> list[Recommendation]:
+    def rank(
+        self,
+        pre: Prefilter,
+        query: Query,
+        config: PipelineConfig,
+        clock: StageClock | None = None,
+    ) -> list[Recommendation]:
         """The fused head re-ordered by the learned ranker ``config.ranker``; the top
         ``config.candidates`` are kept (for the reranker / the final cut)."""
         from assistant.retrieval.ranker import load_ranker, select
 
+        clock = clock if clock is not None else StageClock()
         model = self._rankers.get(config.ranker)
         if model is None:
             model = self._rankers[config.ranker] = load_ranker(config.ranker)
-        items = self._candidates(
-            pre, replace(config, candidates=max(config.candidates, model.pool))
-        )
+        with clock.stage("candidates"):
+            items = self._candidates(
+                pre, replace(config, candidates=max(config.candidates, model.pool))
+            )
         if not items:
             return items
-        ids, x = self.ranker_features(pre, query, items)
-        score = dict(zip(ids, model.score(select(x, model.features)).tolist()))
-        order = sorted(items, key=lambda it: (-score.get(it.paper.id, -1e9), it.ranks["fused"]))
-        for rank, item in enumerate(order, start=1):
-            item.scores["ranker"] = item.score = float(score.get(item.paper.id, -1e9))
-            item.ranks["ranker"] = rank
+        with clock.stage("ranker_features"):
+            ids, x = self.ranker_features(pre, query, items)
+        with clock.stage("ranker"):
+            score = dict(zip(ids, model.score(select(x, model.features)).tolist()))
+            order = sorted(items, key=lambda it: (-score.get(it.paper.id, -1e9), it.ranks["fused"]))
+            for rank, item in enumerate(order, start=1):
+                item.scores["ranker"] = item.score = float(score.get(item.paper.id, -1e9))
+                item.ranks["ranker"] = rank
         return order[: config.candidates]
 
     # --- helpers ----------------------------------------------------------------------------
@@ -350,9 +379,18 @@ class Recommender:
         items, tail = items[:top], items[top:]
         if not items:
             return tail
-        raw = np.asarray(
-            model.score(parts.focus, [it.paper.encoder_text() for it in items]), dtype=np.float64
-        )
+        docs = tuple(it.paper.encoder_text() for it in items)
+        # int8 scores depend on the whole batch, so the cache holds whole batches: the same
+        # focus over the same documents in the same order (an editor asking again)
+        key = (config.reranker, parts.focus, docs)
+        raw = self._rerank_cache.get(key)
+        if raw is None:
+            raw = np.asarray(model.score(parts.focus, list(docs)), dtype=np.float64)
+            self._rerank_cache[key] = raw
+            if len(self._rerank_cache) > RERANK_CACHE:
+                self._rerank_cache.popitem(last=False)
+        else:
+            self._rerank_cache.move_to_end(key)
         final = raw
         if config.rerank_weight < 1.0:
             # the order so far: the learned ranker's score when it ran, else the fused one

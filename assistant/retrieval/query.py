@@ -75,12 +75,23 @@ class Query:
             detect_mode(self.text, self.title, self.abstract) if self.mode == "auto" else self.mode
         )
 
-    def parts(self) -> QueryParts:
-        """Split the query into focus, context and background texts, markers stripped."""
+    def abbreviation_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The (short, long) forms expanded in this query: ``abbreviations``, else those the
+        ``abbreviation_source`` defines for the short forms the passage uses (cached lookup)."""
+        if self.abbreviations:
+            return self.abbreviations
+        text = strip_citation_markers(self.text)
+        context = strip_citation_markers(self.context or "")
+        return defined_in(self.abbreviation_source, f"{text} {context}")
+
+    def parts(self, pairs: tuple[tuple[str, str], ...] | None = None) -> QueryParts:
+        """Split the query into focus, context and background texts, markers stripped
+        (``pairs``: the result of :meth:`abbreviation_pairs` when the caller has it)."""
         mode = self.resolved_mode()
         text = strip_citation_markers(self.text)
         context = strip_citation_markers(self.context or "")
-        pairs = self.abbreviations or defined_in(self.abbreviation_source, f"{text} {context}")
+        if pairs is None:
+            pairs = self.abbreviation_pairs()
         if pairs:
             text, context = expand(text, pairs), expand(context, pairs)
         title_abstract = " ".join(

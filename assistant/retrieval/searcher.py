@@ -206,10 +206,11 @@ class Searcher:
         allowed: np.ndarray | None,
         timings: dict | None = None,
     ):
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         q = self.query_vector(parts, support_weight)[None, :]
         if timings is not None:
             timings["encode"] = (time.perf_counter() - t) * 1000
+            timings["encode_cpu"] = (time.process_time() - cpu) * 1000
         return self.dense_search_vector(q, depth, allowed)
 
     def dense_search_vector(self, q: np.ndarray, depth: int, allowed: np.ndarray | None):

@@ -52,7 +52,7 @@ class _Progress:
     type=click.Choice(INDEX_KINDS),
     default="auto",
     show_default=True,
-    help="FAISS index: auto = exact flat inner product below 200k papers, HNSW up to 5M, "
+    help="FAISS index: auto = exact flat inner product below 500k papers, HNSW up to 5M, "
     "IVF-PQ above (see `assistant bench scale` for their recall and latency).",
 )
 @click.option(

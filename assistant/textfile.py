@@ -61,7 +61,10 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -88,7 +91,7 @@ def read_file(
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileRefused(f"{_kind(st.st_mode)}; only regular files are read", file=path)
+            raise FileRefused(f"{kind_of(st.st_mode)}; only regular files are read", file=path)
         want = st.st_size if head is None else min(head, st.st_size)
         if head is None and st.st_size > limit:
             raise FileRefused(

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
+
+from qtwait import pump, wait_for  # tools/ is the script's folder
 
 #: screenshots go outside the repository (never committed): $GUI_CHECK_OUT or /tmp/gui-check
 OUT = Path(os.environ.get("GUI_CHECK_OUT", "/tmp/gui-check"))
@@ -27,7 +28,6 @@ SENTENCE = "Click models such as the dynamic Bayesian network model"
 def scale_check() -> int:
     """QT_SCALE_FACTOR=1.5 (set by the caller): the window fits the screen; a screenshot."""
     from PySide6.QtCore import QTimer
-    from PySide6.QtTest import QTest
 
     from assistant.gui.app import _parser, create_application, open_window
 
@@ -37,7 +37,7 @@ def scale_check() -> int:
     report: dict = {"scale": os.environ.get("QT_SCALE_FACTOR", "1"), "ok": False}
 
     def go() -> None:
-        QTest.qWait(3000)
+        pump(3000)
         screen = window.screen().availableGeometry()
         frame = window.frameGeometry()
         report["screen"] = [screen.width(), screen.height()]
@@ -78,15 +78,8 @@ def main() -> int:
         if not cond:
             raise AssertionError(what)
 
-    def wait_for(predicate, timeout_s: float, what: str) -> None:
-        end = time.monotonic() + timeout_s
-        while not predicate():
-            if time.monotonic() > end:
-                raise AssertionError(f"timed out waiting for {what}")
-            QTest.qWait(50)
-
     def shot(name: str) -> None:
-        QTest.qWait(400)
+        pump(400)
         path = OUT / name
         window.grab().save(str(path))
         report.setdefault("screenshots", []).append(str(path))
@@ -146,7 +139,7 @@ def main() -> int:
             Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
         )
         wait_for(lambda: not window.runner.is_busy("analyse"), 120, "missing-citation analysis")
-        QTest.qWait(200)
+        pump(200)
         flagged = window.flagged_list.list.count()
         check(flagged == len(editor.marks), "one flagged count (list == margin marks)")
         window.findChild(QDockWidget, "Flagged sentences").raise_()
@@ -160,7 +153,7 @@ def main() -> int:
         # narrow window: the editor keeps its width, cards wrap, chip and Insert stay visible
         window.findChild(QDockWidget, "Library").raise_()
         window.resize(1024, 700)
-        QTest.qWait(500)
+        pump(500)
         viewport = window.results_panel.scroll.viewport()
         card = window.results_panel.cards[0]
         right = card.insert_button.mapTo(viewport, card.insert_button.rect().topRight()).x()

@@ -21,8 +21,9 @@ import json
 import os
 import re
 import sys
-import time
 from pathlib import Path
+
+from qtwait import pump, wait_for  # tools/ is the script's folder
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("GUI_CHECK_OUT", "/tmp/gui-check"))
@@ -36,20 +37,9 @@ def check(cond: bool, what: str) -> None:
         raise AssertionError(what)
 
 
-def wait_for(predicate, timeout_s: float, what: str) -> None:
-    from PySide6.QtTest import QTest
-
-    end = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        QTest.qWait(50)
-
-
 def shot(widget, name: str) -> None:
-    from PySide6.QtTest import QTest
 
-    QTest.qWait(300)
+    pump(300)
     OUT.mkdir(parents=True, exist_ok=True)
     widget.grab().save(str(OUT / name))
     REPORT["screenshots"].append(str(OUT / name))
@@ -199,9 +189,8 @@ def phase_c(window, tag: str) -> None:
     panel = window.library_panel
     if panel.model.rowCount():
         panel.select_paper(panel.model.paper_id(0))
-    from PySide6.QtTest import QTest
 
-    QTest.qWait(500)
+    pump(500)
     REPORT[f"library_panel_width_{tag}"] = panel.width()
     bad = clipped(panel)
     shot(window, f"c-1024x700-{tag}.png")
@@ -280,7 +269,7 @@ def phase_d() -> None:
     wait_for(lambda: len(results) > 2 or errors, 180, "results again")
     wait_for(panel.is_complete, 20, "cards")
     window.focus_results()
-    QTest.qWait(100)
+    pump(100)
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)
     check(QApplication.focusWidget() is editor, "Esc from a card returns to the text")
     # the caret moves to another sentence; Insert still cites the sentence of the results
@@ -301,7 +290,7 @@ def phase_d() -> None:
     )
     wait_for(lambda: not window.runner.is_busy("analyse"), 180, "flagging")
     window.findChild(QDockWidget, "Flagged sentences").raise_()
-    QTest.qWait(300)
+    pump(300)
     flist = window.flagged_list.list
     if flist.count() > 1:
         item = flist.item(1)

@@ -3,7 +3,7 @@ header shows as the query, and the Index-now notice."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -14,15 +14,32 @@ class Anchor:
     start: int
     end: int
     text: str
+    #: the sentence as it was before each Insert into it (newest last): after Ctrl+Z of an
+    #: Insert the sentence is found again as it was
+    earlier: list[tuple[int, str]] = field(default_factory=list)
 
     def locate(self, document: str) -> tuple[int, int] | None:
-        """Where the anchored text is now (same place, or moved by edits elsewhere); None: gone."""
-        if document[self.start : self.end] == self.text:
-            return self.start, self.end
-        found = [i for i in _find_all(document, self.text)] if self.text.strip() else []
-        if len(found) == 1:
-            return found[0], found[0] + len(self.text)
+        """Where the anchored text is now (same place, or moved by edits elsewhere; or as it was
+        before an Insert that was undone); None: gone."""
+        for start, text in [(self.start, self.text), *reversed(self.earlier)]:
+            where = _locate(document, start, text)
+            if where is not None:
+                return where
         return None
+
+    def moved_to(self, start: int, end: int, text: str) -> None:
+        """The sentence now stands at ``start:end`` as ``text`` (after an Insert into it)."""
+        self.earlier.append((self.start, self.text))
+        self.start, self.end, self.text = start, end, text
+
+
+def _locate(document: str, start: int, text: str) -> tuple[int, int] | None:
+    if document[start : start + len(text)] == text:
+        return start, start + len(text)
+    found = [i for i in _find_all(document, text)] if text.strip() else []
+    if len(found) == 1:
+        return found[0], found[0] + len(text)
+    return None
 
 
 def _find_all(text: str, part: str):

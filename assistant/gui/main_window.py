@@ -666,8 +666,8 @@ class MainWindow(QMainWindow, DocumentOps):
         if where is None or not (where[0] <= edit.start <= where[1] + 1):
             return
         delta = len(edit.replacement) - (edit.end - edit.start)
-        anchor.start, anchor.end = where[0], max(where[1] + delta, where[0])
-        anchor.text = editor.toPlainText()[anchor.start : anchor.end]
+        start, end = where[0], max(where[1] + delta, where[0])
+        anchor.moved_to(start, end, editor.toPlainText()[start:end])
 
     def watch_citation(self, editor, key: str) -> None:
         """Keep "Cited KEY" in the status line only while the citation is in the text."""

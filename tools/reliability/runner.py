@@ -142,15 +142,10 @@ def _attack_child(case: attacks.AttackCase, world: attacks.World, out_dir: str) 
     os._exit(code)
 
 
-def run_attack(case: attacks.AttackCase, work: Path, timeout: float) -> Outcome:
-    folder = Path(tempfile.mkdtemp(prefix="attack-", dir=work))
-    world = attacks.make_world(folder)
-    case.setup(world)
-    run_dir = folder / "_run"
-    run_dir.mkdir()
-    before = attacks.fingerprint(folder)
-    ctx = multiprocessing.get_context("fork")
-    proc = ctx.Process(target=_attack_child, args=(case, world, str(run_dir)))
+def _run_forked(target, args: tuple, timeout: float) -> tuple[int | None, bool, float]:
+    """Run ``target(*args)`` in a forked child: ``(exit code, hung, seconds)``; a child still
+    alive after ``timeout`` is killed and counts as hung."""
+    proc = multiprocessing.get_context("fork").Process(target=target, args=args)
     start = time.monotonic()
     proc.start()
     proc.join(timeout)
@@ -158,18 +153,35 @@ def run_attack(case: attacks.AttackCase, work: Path, timeout: float) -> Outcome:
     if hung:
         proc.kill()
         proc.join()
-    seconds = time.monotonic() - start
+    return proc.exitcode, hung, time.monotonic() - start
+
+
+def _status(hung: bool, code: int | None, err: str) -> str:
+    """hang, crash (killed, the crash exit or a traceback), ok or error."""
+    if hung:
+        return "hang"
+    if code is None or code < 0 or code == CRASH_EXIT or "Traceback (most recent call" in err:
+        return "crash"
+    return "ok" if code == 0 else "error"
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def run_attack(case: attacks.AttackCase, work: Path, timeout: float) -> Outcome:
+    folder = Path(tempfile.mkdtemp(prefix="attack-", dir=work))
+    world = attacks.make_world(folder)
+    case.setup(world)
+    run_dir = folder / "_run"
+    run_dir.mkdir()
+    before = attacks.fingerprint(folder)
+    code, hung, seconds = _run_forked(_attack_child, (case, world, str(run_dir)), timeout)
     outside = attacks.written_outside(world, before, attacks.fingerprint(folder))
     executed = attacks.code_executed(world)
     err = (run_dir / "stderr").read_text(errors="replace")
-    network = (run_dir / "network").read_text() if (run_dir / "network").exists() else ""
-    code = proc.exitcode
-    if hung:
-        status = "hang"
-    elif code is None or code < 0 or code == CRASH_EXIT or "Traceback (most recent call" in err:
-        status = "crash"
-    else:
-        status = "ok" if code == 0 else "error"
+    network = _read(run_dir / "network")
+    status = _status(hung, code, err)
     lost: list[str] = []
     if world.db.exists():
         titles, check = _titles(world.db)
@@ -219,27 +231,10 @@ def run_case(case: Case, template: Path, work: Path, timeout: float) -> Outcome:
     folder = Path(tempfile.mkdtemp(prefix="case-", dir=work))
     db = folder / "lib.sqlite"
     shutil.copy(template, db)
-    ctx = multiprocessing.get_context("fork")
-    proc = ctx.Process(target=_child, args=(case, str(db), str(folder)))
-    start = time.monotonic()
-    proc.start()
-    proc.join(timeout)
-    hung = proc.is_alive()
-    if hung:
-        proc.kill()
-        proc.join()
-    seconds = time.monotonic() - start
-    err = (folder / "stderr").read_text(errors="replace") if (folder / "stderr").exists() else ""
-    network = (folder / "network").read_text() if (folder / "network").exists() else ""
-    code = proc.exitcode
-    if hung:
-        status = "hang"
-    elif code is None or code < 0 or code == CRASH_EXIT or "Traceback (most recent call" in err:
-        status = "crash"
-    elif code == 0:
-        status = "ok"
-    else:
-        status = "error"
+    code, hung, seconds = _run_forked(_child, (case, str(db), str(folder)), timeout)
+    err = _read(folder / "stderr")
+    network = _read(folder / "network")
+    status = _status(hung, code, err)
     titles, check = _titles(db) if db.exists() else (set(), "missing")
     lost = [t for t in COMMITTED + case.good if t not in titles]
     if check != "ok":

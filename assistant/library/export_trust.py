@@ -47,16 +47,6 @@ def store_path() -> Path:
     return data_dir() / STORE_NAME
 
 
-def lock_path(library_path: str | os.PathLike[str]) -> Path:
-    """The file whose lock serialises one library's auto-exports across processes."""
-    import hashlib
-
-    digest = hashlib.sha1(_lib_key(library_path).encode()).hexdigest()[:16]
-    folder = data_dir() / "locks"
-    folder.mkdir(exist_ok=True)
-    return folder / f"auto-export-{digest}"
-
-
 def _lib_key(library_path: str | os.PathLike[str]) -> str:
     return os.path.realpath(library_path)
 

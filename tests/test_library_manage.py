@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlite_utils
 
 from assistant.library import citekeys
 from assistant.library.duplicates import DuplicateGroup
@@ -74,7 +75,7 @@ def test_v1_library_migrates_in_place(tmp_path):
         assert [p.citekey for p in lib.search("Koll")] == ["koll1978weird"]  # authors indexed now
         lib.conn.execute("INSERT INTO papers_fts(papers_fts, rank) VALUES ('integrity-check', 1)")
         assert {"paper_history", "citekey_aliases", "collections", "auto_exports"} <= set(
-            lib.db.table_names()
+            sqlite_utils.Database(lib.conn).table_names()
         )
 
 

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlite_utils
 
 from assistant.library.export import export_bibtex, paper_to_bibtex
 from assistant.library.models import Citation, Paper
@@ -31,7 +32,9 @@ def test_open_creates_schema_wal_and_version(tmp_path):
     with Library(path) as lib:
         assert lib.schema_version == SCHEMA_VERSION
         assert lib.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert {"papers", "citations", "paper_records", "papers_fts"} <= set(lib.db.table_names())
+        assert {"papers", "citations", "paper_records", "papers_fts"} <= set(
+            sqlite_utils.Database(lib.conn).table_names()
+        )
     with Library(path) as again:  # reopening does not re-run migrations
         assert again.count() == 0
 
@@ -334,4 +337,7 @@ def test_forward_migration_upgrades_existing_file(tmp_path, monkeypatch):
     monkeypatch.setattr("assistant.library.store.migrate", schema.migrate)
     with Library(path) as lib:
         assert lib.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
-        assert "note" in lib.db["papers"].columns_dict and lib.get(pid).doi == "10.1/a"
+        assert (
+            "note" in sqlite_utils.Database(lib.conn)["papers"].columns_dict
+            and lib.get(pid).doi == "10.1/a"
+        )

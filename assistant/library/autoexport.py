@@ -35,9 +35,9 @@ from assistant import faults, filewrite
 from assistant.library import export_trust
 from assistant.library.export import FORMATS, paper_to_bibtex
 from assistant.library.groups import LibraryEditError, collection_paper_ids
+from assistant.library.meta import GENERATION
 from assistant.textfile import FileRefused
 
-GENERATION = "generation"
 _WRITTEN = "auto_export_generation:"  # meta key prefix: the generation a file shows
 _INDEX = "auto_export_index:"  # meta key prefix: the file's entries (paper id, sort key, length)
 _CHANGES = "changes:"  # meta key prefix: the paper ids a generation changed ("*": unknown)

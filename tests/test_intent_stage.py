@@ -77,7 +77,7 @@ def test_classify_library_citations_is_incremental_and_tracks_the_model(library)
     assert all(0.34 < c.intent_confidence <= 1 for c in to_method)
     assert {c.intent for c in library.citations_to(library.ids[2])} == {"result"}
     assert library.citations_to(library.ids[3])[0].intent is None
-    assert stage._meta_get(library, stage.META_KEY) == clf.version
+    assert library.get_meta(stage.META_KEY) == clf.version
 
     # only new rows are classified next time
     library.add_citation(

@@ -60,9 +60,7 @@ class RootGroup(LazyGroup):
     cancelled job ends with ``Cancelled`` (exit 130)."""
 
     def invoke(self, ctx: click.Context):
-        import sqlite3
-
-        from assistant.library.schema import sqlite_error
+        from assistant.library.schema import OperationalError, sqlite_error
 
         try:
             return super().invoke(ctx)
@@ -73,7 +71,7 @@ class RootGroup(LazyGroup):
             self._log_traceback(ctx)
             click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
             ctx.exit(130)
-        except sqlite3.OperationalError as exc:  # locked / read-only / full outside an open
+        except OperationalError as exc:  # locked / read-only / full outside an open
             self._log_traceback(ctx)
             path = (ctx.obj or {}).get("db_path") or "library"
             raise click.ClickException(str(sqlite_error(exc, path))) from None

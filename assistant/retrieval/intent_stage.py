@@ -120,27 +120,18 @@ class IntentProfile:
         return ("cited for its " + ", ".join(parts)) if parts else "not cited in the library"
 
 
-def _conn(library):
-    conn = getattr(library, "conn", None)
-    if conn is None:
-        raise TypeError("label_recommendations needs an assistant.library.store.Library")
-    return conn
-
-
 def library_prior(library) -> np.ndarray:
     """``pi``: intent distribution over the library's labelled citations, smoothed with SciCite's
     (cached per library until it changes: a GROUP BY over every citation, on every query)."""
     key = None
     if library is not None and hasattr(library, "generation"):
-        key = (id(_conn(library)), library.generation())
+        key = (id(library), library.generation())
         cached = _PRIOR_CACHE.get(key)
         if cached is not None:
             return cached.copy()
     counts = np.zeros(len(LABELS))
     if library is not None:
-        for intent, n in _conn(library).execute(
-            "SELECT intent, count(*) FROM citations WHERE intent IS NOT NULL GROUP BY intent"
-        ):
+        for intent, n in library.intent_counts().items():
             if intent in LABELS:
                 counts[LABELS.index(intent)] = n
     prior = (counts + PRIOR_STRENGTH * SCICITE_PRIOR) / (counts.sum() + PRIOR_STRENGTH)
@@ -183,22 +174,15 @@ def paper_profiles(model, papers: list) -> np.ndarray:
 
 
 def intent_profiles(library, paper_ids: list[int]) -> dict[int, IntentProfile]:
-    """Intent counts of the citations *to* each paper (one SQL query)."""
+    """Intent counts of the citations *to* each paper (one library query)."""
     out = {pid: IntentProfile({lab: 0 for lab in LABELS}) for pid in paper_ids}
     ids = [int(p) for p in paper_ids if p is not None]
     if library is None or not ids:
         return out
-    conn = _conn(library)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for cited, intent, n in conn.execute(
-            f"SELECT cited_id, intent, count(*) FROM citations WHERE cited_id IN ({marks}) "
-            "AND intent IS NOT NULL GROUP BY cited_id, intent",
-            chunk,
-        ):
+    for cited, counts in library.intent_counts_to(ids).items():
+        for intent, n in counts.items():
             if intent in LABELS:
-                out[cited].counts[intent] = int(n)
+                out[cited].counts[intent] = n
     return out
 
 
@@ -343,18 +327,6 @@ def _profile_model(classifier=None):
 META_KEY = "intent_model"
 
 
-def _meta_get(library, key: str) -> str | None:
-    row = _conn(library).execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def _meta_set(library, key: str, value: str) -> None:
-    with library.transaction():
-        _conn(library).execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value)
-        )
-
-
 @dataclass
 class LabelReport:
     model: str
@@ -379,12 +351,9 @@ def classify_library_citations(
     from assistant.inference.intent import load_intent_classifier
 
     clf = classifier or load_intent_classifier()
-    previous = _meta_get(library, META_KEY)
+    previous = library.get_meta(META_KEY)
     relabel_all = force or (previous is not None and previous != clf.version)
-    where = "" if relabel_all else "WHERE intent IS NULL"
-    rows = (
-        _conn(library).execute(f"SELECT id, context FROM citations {where} ORDER BY id").fetchall()
-    )
+    rows = library.citation_contexts(unlabelled_only=not relabel_all)
     report = LabelReport(model=clf.version, relabelled_all=relabel_all, previous_model=previous)
     todo = [(cid, ctx) for cid, ctx in rows if (ctx or "").strip()]
     report.skipped_empty = len(rows) - len(todo)
@@ -404,5 +373,5 @@ def classify_library_citations(
             for cid, ctx in rows:
                 if not (ctx or "").strip():
                     library.set_citation_intent(cid, None, None)
-    _meta_set(library, META_KEY, clf.version)
+    library.set_meta(META_KEY, clf.version)
     return report

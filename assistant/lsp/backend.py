@@ -199,13 +199,10 @@ class Backend:
         return _bibfile.append_entry(path, entry_text)
 
     def _library_signature(self) -> tuple | None:
-        """What changes when papers are added, changed or removed (not on other writes)."""
+        """What changes when papers are added, changed, trashed or removed (not on other writes),
+        also within one second (the library's change counter, not time stamps)."""
         try:
-            return tuple(
-                self._library()
-                .conn.execute("SELECT count(*), max(id), max(updated_at) FROM papers")
-                .fetchone()
-            )
+            return self._library().papers_signature()
         except Exception:  # a closed or odd connection: treat as unchanged
             return None
 

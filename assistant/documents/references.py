@@ -11,9 +11,9 @@ and URLs are taken from anywhere in the entry. See tests/test_documents_referenc
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from assistant.documents.model import Reference
+from assistant.fold import fold
 
 DOI_RE = re.compile(
     r"(?:https?://(?:dx\.)?doi\.org/|doi:\s*|DOI:?\s*)?(10\.\d{4,9}/[^\s\"<>]+)", re.IGNORECASE
@@ -285,15 +285,11 @@ def _venue(rest: str) -> str:
     return _clean(re.sub(rf"\b{YEAR}\b.*$", "", venue) or venue)[:200]
 
 
-def _ascii(s: str) -> str:
-    return unicodedata.normalize("NFKD", s).encode("ascii", "ignore").decode()
-
-
 def reference_to_bibtex(ref: Reference, key: str | None = None) -> str:
     """A BibTeX stub: @inproceedings when the venue looks like proceedings, else @article/@misc."""
     if key is None:
-        last = re.sub(r"[^a-z]", "", _ascii(ref.first_author_lastname).lower()) or "ref"
-        word = next((w for w in re.findall(r"[a-z]+", _ascii(ref.title).lower()) if len(w) > 3), "")
+        last = re.sub(r"[^a-z]", "", fold(ref.first_author_lastname).lower()) or "ref"
+        word = next((w for w in re.findall(r"[a-z]+", fold(ref.title).lower()) if len(w) > 3), "")
         key = f"{last}{ref.year or ''}{word}"
     venue = ref.venue or ""
     if re.search(

@@ -132,7 +132,7 @@ def render(papers: Iterable[Paper], fmt: str = "bibtex") -> str:
     if fmt == "bibtex":
         return "".join(paper_to_bibtex(p) + "\n" for p in papers)
     if fmt == "ris":
-        return "".join(formats.paper_to_ris(p) + "\n" for p in papers)
+        return formats.papers_to_ris(papers)
     if fmt in ("csl-json", "csljson"):
         return formats.papers_to_csljson(papers)
     raise ValueError(f"unknown export format {fmt!r} (use one of {', '.join(FORMATS)})")

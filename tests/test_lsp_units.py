@@ -89,6 +89,31 @@ def test_positions_count_utf16_units_and_crlf():
     assert index.offset(types.Position(9, 0)) == len(text)
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_positions_agree_with_pygls_text_document(encoding):
+    """Inside a line, LineIndex gives pygls' TextDocument positions (its PositionCodec does
+    the unit counting); it differs on purpose where LSP does: U+2028 or a form feed is no line
+    break, a character past the end of a line means the line's end, and the end of the text is
+    on the last line (pygls puts it on a line after the last)."""
+    from pygls.workspace import PositionCodec, TextDocument
+
+    text = "Ä😀 \\cite{k}\r\nzweite Zeile 中文\n\nlast 😀😀 x"
+    doc = TextDocument("file:///t.tex", text, position_codec=PositionCodec(encoding))
+    index = LineIndex(text, encoding)
+    for offset in range(len(text)):
+        if text[offset - 1 : offset + 1] == "\r\n":
+            continue  # between \r and \n: pygls counts it into the line
+        pos = index.position(offset)
+        assert pos == doc.client_position_at_offset(offset), offset
+        assert index.offset(pos) == doc.offset_at_position(pos) == offset
+    assert index.position(len(text)) == types.Position(
+        3, {"utf-8": 15, "utf-16": 11, "utf-32": 9}[encoding]
+    )
+    odd = "a\u2028b\x0cc\nd"
+    assert LineIndex(odd, encoding).position(odd.index("d")) == types.Position(1, 0)
+    assert LineIndex(odd, encoding).offset(types.Position(0, 99)) == odd.index("\n")
+
+
 def test_bib_names_and_locations(tmp_path):
     tex = "\\bibliography{refs, ../shared/all, ../nowhere}\n% \\addbibresource{old.bib}\n"
     (tmp_path / "shared").mkdir()

@@ -11,12 +11,12 @@ than a missing one, and unmatched references are listed for the user).
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Protocol
 
 from rapidfuzz import fuzz
 
 from assistant.documents.model import Reference
+from assistant.fold import fold
 from assistant.library.models import Paper
 
 TITLE_THRESHOLD = 92.0
@@ -30,17 +30,13 @@ class PaperSource(Protocol):
 
 
 def normalize_title(title: str) -> str:
-    t = unicodedata.normalize("NFKD", title or "").encode("ascii", "ignore").decode().lower()
+    t = fold(title or "").lower()
     t = re.sub(r"[^a-z0-9]+", " ", t)
     return re.sub(r"\s+", " ", t).strip()
 
 
 def _norm_name(name: str) -> str:
-    return re.sub(
-        r"[^a-z]",
-        "",
-        unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower(),
-    )
+    return re.sub(r"[^a-z]", "", fold(name).lower())
 
 
 def title_score(ref: Reference, paper: Paper) -> float:

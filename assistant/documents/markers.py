@@ -9,10 +9,10 @@ variants) and pandoc ``[@key; @other]``.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 
 from assistant.documents.model import CitationMarker, Reference
+from assistant.fold import fold
 
 _NUM = r"\d{1,4}"
 _NUM_ITEM = rf"{_NUM}(?:\s*[-–—]\s*{_NUM})?"
@@ -113,7 +113,7 @@ def _ay_label(part: str) -> str:
 
 
 def _norm_name(name: str) -> str:
-    name = unicodedata.normalize("NFKD", name)
+    name = fold(name, ascii_only=False)
     return "".join(c for c in name if c.isalnum()).lower()
 
 

@@ -1,50 +1,63 @@
-"""Ranking metrics (binary relevance) and TREC run/qrels writers.
+"""Ranking metrics (binary relevance) and TREC run/qrels files, through ir-measures.
 
 Conventions (the ACM-CR protocol): Recall@k = |relevant in top k| / |relevant|;
 nDCG@k with binary gain and log2 discount, ideal = all relevant first; MRR = 1/rank of
 the first relevant document within the top 100 (0 if none); queries without any relevant
-document are skipped by the caller.
+document are skipped by the caller. ir-measures (trec_eval underneath) computes them: ``R@10``,
+``nDCG@10``, ``RR@100`` and ``R@100`` give, query by query, the same floats as the
+hand-written formulas they replaced (tests/test_metrics.py holds those values).
 """
 
 from __future__ import annotations
 
-import math
+import io
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-
-def recall_at(ranking: Sequence[Hashable], relevant: set, k: int) -> float:
-    if not relevant:
-        raise ValueError("recall is undefined without relevant documents")
-    return len(set(ranking[:k]) & relevant) / len(relevant)
+#: our metric name -> ir-measures measure name
+MEASURES = {"R@10": "R@10", "nDCG@10": "nDCG@10", "MRR": "RR@100", "R@100": "R@100"}
 
 
-def ndcg_at(ranking: Sequence[Hashable], relevant: set, k: int) -> float:
-    if not relevant:
-        raise ValueError("nDCG is undefined without relevant documents")
-    dcg = sum(1.0 / math.log2(i + 2) for i, doc in enumerate(ranking[:k]) if doc in relevant)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(k, len(relevant))))
-    return dcg / ideal
+def _ir_measures():
+    try:
+        import ir_measures
+    except ImportError as exc:  # an optional dependency: `pip install cite-assist[eval]`
+        raise ImportError(
+            "ranking metrics need the ir-measures package (pip install 'cite-assist[eval]')"
+        ) from exc
+    return ir_measures
 
 
-def reciprocal_rank(ranking: Sequence[Hashable], relevant: set, cutoff: int = 100) -> float:
-    for i, doc in enumerate(ranking[:cutoff]):
-        if doc in relevant:
-            return 1.0 / (i + 1)
-    return 0.0
+def run_metrics(
+    runs: Mapping[str, Sequence[Hashable]], qrels: Mapping[str, Iterable[Hashable]]
+) -> dict[str, dict[str, float]]:
+    """``{qid: {"R@10", "nDCG@10", "MRR", "R@100"}}`` of ranked lists ``runs`` against the
+    relevant documents ``qrels``, for every query of ``qrels`` (a query missing from ``runs``
+    retrieved nothing). A document listed twice in a ranking counts at its first rank."""
+    irm = _ir_measures()
+    measures = {irm.parse_measure(ours): name for name, ours in MEASURES.items()}
+    qrel_rows, run_rows = [], []
+    for qid, relevant in qrels.items():
+        relevant = set(relevant)
+        if not relevant:
+            raise ValueError(f"query {qid!r}: metrics are undefined without relevant documents")
+        qrel_rows += [irm.Qrel(str(qid), str(doc), 1) for doc in relevant]
+        ranking = list(dict.fromkeys(str(doc) for doc in runs.get(qid, ())))
+        # strictly falling scores: trec_eval orders by score, so the ranks are kept
+        run_rows += [
+            irm.ScoredDoc(str(qid), doc, float(len(ranking) - i)) for i, doc in enumerate(ranking)
+        ]
+    out = {str(qid): dict.fromkeys(MEASURES, 0.0) for qid in qrels}
+    for value in irm.iter_calc(list(measures), qrel_rows, run_rows):
+        out[value.query_id][measures[value.measure]] = float(value.value)
+    return out
 
 
 def query_metrics(ranking: Sequence[Hashable], relevant: set) -> dict[str, float]:
     """R@10, nDCG@10, MRR (cut at 100) and R@100 of one ranking."""
-    return {
-        "R@10": recall_at(ranking, relevant, 10),
-        "nDCG@10": ndcg_at(ranking, relevant, 10),
-        "MRR": reciprocal_rank(ranking, relevant, 100),
-        "R@100": recall_at(ranking, relevant, 100),
-    }
+    return run_metrics({"q": ranking}, {"q": relevant})["q"]
 
 
 def mean_metrics(per_query: Iterable[Mapping[str, float]]) -> dict[str, float]:
@@ -57,16 +70,6 @@ def mean_metrics(per_query: Iterable[Mapping[str, float]]) -> dict[str, float]:
 
 def percentile_ms(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else float("nan")
-
-
-@dataclass
-class RunEntry:
-    """One line of a TREC run: ``qid Q0 docid rank score tag``."""
-
-    qid: str
-    docid: str
-    rank: int
-    score: float
 
 
 def write_trec_run(
@@ -94,15 +97,20 @@ def write_trec_qrels(path: Path | str, qrels: Mapping[str, Iterable[str]]) -> Pa
 
 
 def read_trec_run(path: Path | str) -> dict[str, list[str]]:
-    """Read a TREC run back into ``{qid: [docid, ...]}`` ordered by rank."""
-    rows: dict[str, list[tuple[int, str]]] = {}
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        if len(parts) != 6:
+    """Read a TREC run (ir-measures' reader) into ``{qid: [docid, ...]}``, best score first;
+    equal scores keep the file's order (our writer writes in rank order)."""
+    irm = _ir_measures()
+    text = Path(path).read_text(encoding="utf-8")
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip() and len(line.split()) != 6:  # named here: the reader would not say where
             raise ValueError(
-                f"{path}:{lineno}: expected 6 fields 'qid Q0 docid rank score tag', got {len(parts)}"
+                f"{path}:{lineno}: expected 6 fields 'qid Q0 docid rank score tag', "
+                f"got {len(line.split())}"
             )
-        rows.setdefault(parts[0], []).append((int(parts[3]), parts[2]))
-    return {qid: [doc for _, doc in sorted(entries)] for qid, entries in rows.items()}
+    rows: dict[str, list[tuple[float, str]]] = {}
+    for doc in irm.read_trec_run(io.StringIO(text)):
+        rows.setdefault(doc.query_id, []).append((-doc.score, doc.doc_id))
+    return {
+        qid: [doc for _, doc in sorted(entries, key=lambda e: e[0])]
+        for qid, entries in rows.items()
+    }

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assistant.bibwriter import entry_text
 from assistant.config import RESOURCES_DIR
 
 STATS_FILE = RESOURCES_DIR / "acm_stats.json.gz"
@@ -57,8 +58,8 @@ class SyntheticPaper:
         ]
         if self.abstract:
             fields.append(("abstract", self.abstract))
-        body = ",\n".join(f"  {k} = {{{v}}}" for k, v in fields if v)
-        return f"@{self.entry_type}{{{self.key},\n{body}\n}}\n"
+        # the archive's words as drawn (unescaped: the benchmark library stays as it was)
+        return entry_text(self.entry_type, self.key, [(k, "{" + v + "}") for k, v in fields if v])
 
 
 class PaperGenerator:

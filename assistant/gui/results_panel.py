@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
@@ -31,7 +32,8 @@ BATCH = 3  # cards built per event-loop turn (about 15 ms of UI work each)
 
 
 def _esc(text: str) -> str:
-    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """``text`` for Qt rich text (``&``, ``<``, ``>``; quotes are left: no attribute holds it)."""
+    return html.escape(text or "", quote=False)
 
 
 def format_authors(authors: list[str], limit: int = 3) -> str:

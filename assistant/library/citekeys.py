@@ -15,6 +15,7 @@ from collections.abc import Callable
 from itertools import count
 
 from assistant.errors import AssistantError
+from assistant.fold import fold
 from assistant.library.normalize import ascii_fold
 
 _VALID_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_:.+\-]{0,79}$")
@@ -113,14 +114,7 @@ def _title_words(title: str, skip_stopwords: bool) -> list[str]:
 
 def _fold_keep_case(text: str) -> str:
     """ASCII letters/digits with case kept (accents removed)."""
-    import unicodedata
-
-    from assistant.library.normalize import _TRANSLIT
-
-    if not text.isascii():
-        text = unicodedata.normalize("NFKD", text.translate(_TRANSLIT))
-        text = text.encode("ascii", "ignore").decode("ascii")
-    return re.sub(r"[^A-Za-z0-9]+", "", text)
+    return re.sub(r"[^A-Za-z0-9]+", "", fold(text))
 
 
 def _field_value(name: str, paper) -> list[str] | str:

@@ -14,22 +14,11 @@ from pathlib import Path
 from typing import TextIO
 
 from assistant import filewrite
+from assistant.bibwriter import braced, entry_text, names, one_line
 from assistant.library.models import Paper
 from assistant.textfile import FileRefused
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-}
-_TRANS = str.maketrans(_ESCAPES)
 _FIELD_ORDER = (
     "publisher",
     "address",
@@ -69,62 +58,26 @@ _SKIP_EXTRA = {
 }
 
 
-#: Every line break ``str.splitlines`` knows (with the blanks around it).
-_LINE_BREAKS = re.compile(r"[ \t]*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+[ \t]*")
-
-
-def one_line(value: str) -> str:
-    """``value`` on one line: a line break (BibTeX reads it as a space anyway) becomes a space, so
-    that no value of a received library can start a line of its own in the written file."""
-    return _LINE_BREAKS.sub(" ", str(value))
-
-
-def escape(value: str) -> str:
-    """Escape the characters BibTeX/LaTeX treat specially (``& % $ # _ { } ~ \\``)."""
-    value = value.translate(_TRANS)
-    return value.replace("\u00a0", "~")
-
-
 def bibtex_pages(value: str) -> str:
     """A page range as BibTeX expects it: ``1039–1040`` / ``1039-1040`` → ``1039--1040``."""
     return re.sub(r"(?<=\w)\s*(?:-{1,3}|\u2013|\u2014)\s*(?=\w)", "--", value)
 
 
-def _field(name: str, value: str, raw: bool = False, verbatim: bool = False) -> str:
-    """``name = {value}``; ``verbatim`` fields (DOI, URL, file) are written unescaped, as biblatex reads them."""
-    value = one_line(value)
-    if raw:
-        return f"  {name} = {value}"
-    if verbatim:  # braces inside a URL/DOI/path must not close the field (\{ is read back)
-        value = value.replace("{", r"\{").replace("}", r"\}")
-    return f"  {name} = {{{value if verbatim else escape(value)}}}"
-
-
-def _names(names: list[str]) -> str:
-    """``A and B``; a name without a comma but with spaces (an institution) is braced so that
-    BibTeX does not split it into first and last names."""
-    out = []
-    for name in map(one_line, names):
-        text = escape(name)
-        out.append(f"{{{text}}}" if "," not in name and " " in name.strip() else text)
-    return " and ".join(out)
-
-
 def paper_to_bibtex(paper: Paper) -> str:
-    """One ``@type{citekey, ...}`` entry for ``paper``."""
-    fields: list[str] = []
+    """One ``@type{citekey, ...}`` entry for ``paper`` (written by :mod:`assistant.bibwriter`)."""
+    fields: list[tuple[str, str]] = []
     if paper.authors:
-        fields.append(f"  author = {{{_names(paper.authors)}}}")
+        fields.append(("author", names(paper.authors)))
     if paper.editors:
-        fields.append(f"  editor = {{{_names(paper.editors)}}}")
-    fields.append(_field("title", paper.title))
+        fields.append(("editor", names(paper.editors)))
+    fields.append(("title", braced(paper.title)))
     if paper.year:
-        fields.append(_field("year", str(paper.year)))
+        fields.append(("year", braced(str(paper.year))))
     elif paper.extra.get("year"):  # a year the importer could not read is kept as written
-        fields.append(_field("year", str(paper.extra["year"])))
+        fields.append(("year", braced(str(paper.extra["year"]))))
     if paper.venue:
         fields.append(
-            _field("journal" if paper.entry_type == "article" else "booktitle", paper.venue)
+            ("journal" if paper.entry_type == "article" else "booktitle", braced(paper.venue))
         )
     extra = dict(paper.extra)
     for name in _FIELD_ORDER + tuple(sorted(k for k in extra if k not in _FIELD_ORDER)):
@@ -134,26 +87,25 @@ def paper_to_bibtex(paper: Paper) -> str:
         if name == "editor" and paper.editors:
             continue
         if name == "pages":
-            fields.append(f"  pages = {{{escape(bibtex_pages(one_line(value)))}}}")
+            fields.append(("pages", braced(bibtex_pages(one_line(value)))))
         elif name == "month" and str(value).isdigit() and 1 <= int(value) <= 12:
-            fields.append(_field("month", _MONTHS[int(value) - 1], raw=True))
+            fields.append(("month", _MONTHS[int(value) - 1]))  # the month macro, unbraced
         else:
-            fields.append(_field(name, str(value)))
+            fields.append((name, braced(str(value))))
     if paper.doi:
-        fields.append(_field("doi", paper.doi, verbatim=True))
+        fields.append(("doi", braced(paper.doi, verbatim=True)))
     if paper.url:
-        fields.append(_field("url", paper.url, verbatim=True))
+        fields.append(("url", braced(paper.url, verbatim=True)))
     if paper.arxiv_id:
-        fields.append(_field("eprint", paper.arxiv_id, verbatim=True))
-        fields.append(_field("archiveprefix", "arXiv"))
+        fields.append(("eprint", braced(paper.arxiv_id, verbatim=True)))
+        fields.append(("archiveprefix", braced("arXiv")))
     if paper.pdf_path:
-        fields.append(_field("file", paper.pdf_path, verbatim=True))
+        fields.append(("file", braced(paper.pdf_path, verbatim=True)))
     if paper.keywords:
-        fields.append(_field("keywords", ", ".join(paper.keywords)))
+        fields.append(("keywords", braced(", ".join(paper.keywords))))
     if paper.abstract:
-        fields.append(_field("abstract", paper.abstract))
-    head = f"@{one_line(paper.entry_type or 'misc')}{{{one_line(paper.citekey or '')},\n"
-    return head + ",\n".join(fields) + "\n}\n"
+        fields.append(("abstract", braced(paper.abstract)))
+    return entry_text(paper.entry_type, paper.citekey, fields)
 
 
 def _valid_name(name: str) -> bool:
@@ -180,7 +132,7 @@ def render(papers: Iterable[Paper], fmt: str = "bibtex") -> str:
     if fmt == "bibtex":
         return "".join(paper_to_bibtex(p) + "\n" for p in papers)
     if fmt == "ris":
-        return "".join(formats.paper_to_ris(p) + "\n" for p in papers)
+        return formats.papers_to_ris(papers)
     if fmt in ("csl-json", "csljson"):
         return formats.papers_to_csljson(papers)
     raise ValueError(f"unknown export format {fmt!r} (use one of {', '.join(FORMATS)})")

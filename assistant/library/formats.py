@@ -6,6 +6,8 @@ import json
 import re
 from collections.abc import Iterable
 
+import rispy
+
 from assistant.library.models import Paper
 
 RIS_TYPES = {
@@ -40,14 +42,12 @@ CSL_TYPES = {
     "software": "software",
     "online": "webpage",
 }
+#: (paper.extra field, rispy key) in output order: volume VL, number IS, publisher PB, address CY
 _RIS_EXTRA = (
-    ("volume", "VL"),
-    ("number", "IS"),
-    ("publisher", "PB"),
-    ("address", "CY"),
-    ("issn", "SN"),
-    ("isbn", "SN"),
-    ("note", "N1"),
+    ("volume", "volume"),
+    ("number", "number"),
+    ("publisher", "publisher"),
+    ("address", "place_published"),
 )
 _CSL_EXTRA = {
     "publisher": "publisher",
@@ -63,42 +63,84 @@ _CSL_EXTRA = {
 _RANGE = re.compile(r"^\s*(\w+)\s*(?:-{1,3}|\u2013|\u2014)\s*(\w+)\s*$")
 
 
-def _line(tag: str, value) -> str:
-    return f"{tag}  - {' '.join(str(value).split())}\n"
+class _RisWriter(rispy.RisWriter):
+    """rispy's RIS writer without its ``1.``/``2.`` record-number lines (which no RIS reader
+    needs and the export never wrote)."""
+
+    def set_header(self, count: int) -> str:
+        return ""
+
+
+#: SN (ISSN and ISBN), like AU or KW, may occur more than once in a record
+_LIST_TAGS = [*rispy.LIST_TYPE_TAGS, "SN"]
+
+
+def _one_line(value) -> str:
+    """``value`` with its blanks squashed: one line, no leading or trailing blank."""
+    value = str(value)
+    if value.isprintable() and "  " not in value and value.strip(" ") == value:
+        return value  # (nothing to squash: the common case, without splitting)
+    return " ".join(value.split())
+
+
+def paper_to_ris_record(paper: Paper) -> dict:
+    """One rispy record (rispy's field names, in output order); the citekey is the ``id``."""
+    rec: dict = {"type_of_reference": RIS_TYPES.get(paper.entry_type, "GEN")}
+    if paper.citekey:
+        rec["id"] = paper.citekey
+    rec["title"] = paper.title
+    if any(a != "others" for a in paper.authors):
+        rec["authors"] = [a for a in paper.authors if a != "others"]
+    if paper.editors:
+        rec["secondary_authors"] = list(paper.editors)
+    if paper.year:
+        rec["year"] = paper.year
+    if paper.venue:
+        rec["journal_name" if paper.entry_type == "article" else "secondary_title"] = paper.venue
+    pages = str(paper.extra.get("pages", ""))
+    if pages:
+        m = _RANGE.match(pages)
+        rec["start_page"] = m.group(1) if m else pages
+        if m:
+            rec["end_page"] = m.group(2)
+    for name, key in _RIS_EXTRA:
+        if paper.extra.get(name):
+            rec[key] = paper.extra[name]
+    numbers = [paper.extra[n] for n in ("issn", "isbn") if paper.extra.get(n)]
+    if numbers:
+        rec["issn"] = numbers
+    if paper.extra.get("note"):
+        rec["notes"] = [paper.extra["note"]]
+    if paper.doi:
+        rec["doi"] = paper.doi
+    if paper.url:
+        rec["urls"] = [paper.url]
+    if paper.pdf_path:
+        rec["file_attachments1"] = paper.pdf_path
+    if paper.keywords:
+        rec["keywords"] = list(paper.keywords)
+    if paper.abstract:
+        rec["abstract"] = paper.abstract
+    # every value on one line (issue #29): a line break would start a tag line of its own
+    return {
+        k: [_one_line(x) for x in v] if isinstance(v, list) else _one_line(v)
+        for k, v in rec.items()
+    }
+
+
+def papers_to_ris(papers: Iterable[Paper]) -> str:
+    """RIS records (``TY`` ... ``ER``) written by ``rispy.dumps``, a blank line after each."""
+    records = [paper_to_ris_record(p) for p in papers]
+    if not records:
+        return ""
+    return rispy.dumps(records, implementation=_RisWriter, list_tags=_LIST_TAGS) + "\n"
 
 
 def paper_to_ris(paper: Paper) -> str:
     """One RIS record (``TY`` ... ``ER``); the citekey is the ``ID``."""
-    out = [_line("TY", RIS_TYPES.get(paper.entry_type, "GEN"))]
-    if paper.citekey:
-        out.append(_line("ID", paper.citekey))
-    out.append(_line("TI", paper.title))
-    out += [_line("AU", a) for a in paper.authors if a != "others"]
-    out += [_line("A2", e) for e in paper.editors]
-    if paper.year:
-        out.append(_line("PY", paper.year))
-    if paper.venue:
-        out.append(_line("JO" if paper.entry_type == "article" else "T2", paper.venue))
-    pages = str(paper.extra.get("pages", ""))
-    if pages:
-        m = _RANGE.match(pages)
-        out.append(_line("SP", m.group(1) if m else pages))
-        if m:
-            out.append(_line("EP", m.group(2)))
-    for name, tag in _RIS_EXTRA:
-        if paper.extra.get(name):
-            out.append(_line(tag, paper.extra[name]))
-    if paper.doi:
-        out.append(_line("DO", paper.doi))
-    if paper.url:
-        out.append(_line("UR", paper.url))
-    if paper.pdf_path:
-        out.append(_line("L1", paper.pdf_path))
-    out += [_line("KW", k) for k in paper.keywords]
-    if paper.abstract:
-        out.append(_line("AB", paper.abstract))
-    out.append("ER  - \n")
-    return "".join(out)
+    return rispy.dumps(
+        [paper_to_ris_record(paper)], implementation=_RisWriter, list_tags=_LIST_TAGS
+    )
 
 
 def _csl_name(name: str) -> dict:

@@ -11,6 +11,8 @@ import html
 import re
 import unicodedata
 
+from assistant.fold import fold
+
 _ACCENTS = {
     "'": "\u0301",
     "`": "\u0300",
@@ -282,37 +284,11 @@ def format_name(name: str) -> str:
 
 
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
-_TRANSLIT = str.maketrans(
-    {
-        "ß": "ss",
-        "ø": "o",
-        "Ø": "O",
-        "æ": "ae",
-        "Æ": "AE",
-        "œ": "oe",
-        "Œ": "OE",
-        "ł": "l",
-        "Ł": "L",
-        "đ": "d",
-        "Đ": "D",
-        "ð": "d",
-        "Ð": "D",
-        "þ": "th",
-        "Þ": "Th",
-        "ı": "i",
-    }
-)
 
 
 def ascii_fold(text: str) -> str:
     """Lower-case ASCII letters/digits only (accents removed): ``"Müller-Lüdenscheidt"`` → ``"mullerludenscheidt"``."""
-    if not text.isascii():
-        text = (
-            unicodedata.normalize("NFKD", text.translate(_TRANSLIT))
-            .encode("ascii", "ignore")
-            .decode("ascii")
-        )
-    return _NON_ALNUM.sub("", text).lower()
+    return _NON_ALNUM.sub("", fold(text)).lower()
 
 
 def title_key(title: str) -> str:

@@ -42,7 +42,7 @@ from assistant.lsp.citations import key_at, key_spans, slot_at
 from assistant.lsp.commands import CommandsMixin
 from assistant.lsp.navigation import NavigationMixin
 from assistant.lsp.protocol import SafeProtocol, report_unreadable
-from assistant.lsp.text import DocState, style_for, uri_to_path
+from assistant.lsp.text import DocState, path_to_uri, style_for, uri_to_path
 
 log = logging.getLogger(__name__)
 
@@ -261,35 +261,24 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         if not (caps and caps.window and caps.window.work_done_progress):
             return None
         token = f"cite-assist-{uuid.uuid4()}"
-        try:
-            await asyncio.wait_for(
-                self.protocol.send_request_async(
-                    types.WINDOW_WORK_DONE_PROGRESS_CREATE,
-                    types.WorkDoneProgressCreateParams(token=token),
-                ),
-                timeout=10,
-            )
+        try:  # pygls' work-done progress: window/workDoneProgress/create, then $/progress
+            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=10)
         except Exception:
             return None
-        self.protocol.notify(
-            types.PROGRESS,
-            types.ProgressParams(token, types.WorkDoneProgressBegin(title=title, message=message)),
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, message=message)
         )
         return token
 
     def _progress_report(self, token: str | None, message: str) -> None:
         if token is not None:
-            self.protocol.notify(
-                types.PROGRESS,
-                types.ProgressParams(token, types.WorkDoneProgressReport(message=message[:120])),
+            self.work_done_progress.report(
+                token, types.WorkDoneProgressReport(message=message[:120])
             )
 
     def _progress_end(self, token: str | None, message: str) -> None:
         if token is not None:
-            self.protocol.notify(
-                types.PROGRESS,
-                types.ProgressParams(token, types.WorkDoneProgressEnd(message=message)),
-            )
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
     async def wait_keys(self) -> completion.KeyIndex | None:
         if self._keys_event is None:
@@ -545,7 +534,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         entry = bibs.find(span.key)
         if entry is not None:
             bib_doc = self._bib_doc(entry.path)
-            uri = bib_doc.uri if bib_doc is not None else entry.path.resolve().as_uri()
+            uri = bib_doc.uri if bib_doc is not None else path_to_uri(entry.path)
             # entry columns are code points; convert on the bib's own text
             lines = (
                 bib_doc.lines

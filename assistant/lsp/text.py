@@ -1,8 +1,11 @@
 """Open documents: their text, version, citation style, and offset <-> LSP position mapping.
 
 LSP positions count lines and, by default, UTF-16 code units; Python strings count code
-points. :class:`LineIndex` converts once per text version (line starts found once, bisect per
-lookup) instead of re-splitting the document for every position.
+points. pygls' :class:`~pygls.workspace.PositionCodec` converts the characters of one line;
+:class:`LineIndex` finds the line: line starts found once per text version (LSP's line breaks
+only: ``\n``, ``\r\n``, ``\r``), bisect per lookup, instead of pygls' ``TextDocument.lines``,
+which re-splits the whole document for every position and also breaks lines at ``\f``, ``\v``
+or U+2028 (an editor does not). URIs are pygls' (:mod:`pygls.uris`).
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls import uris
+from pygls.workspace import PositionCodec
 
 from assistant.lsp import backend
 
@@ -35,23 +39,17 @@ _LANGUAGE_STYLES = {
 }
 
 
-def _units(chars: str, encoding: str) -> int:
-    if chars.isascii():
-        return len(chars)
-    if encoding == "utf-8":
-        return len(chars.encode("utf-8"))
-    if encoding == "utf-32":
-        return len(chars)
-    return len(chars) + sum(1 for c in chars if ord(c) > 0xFFFF)
-
-
 class LineIndex:
     """Offsets into ``text`` <-> ``Position(line, character)`` in ``encoding`` code units."""
 
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
         self.text = text
         self.encoding = encoding
+        self.codec = PositionCodec(encoding)
         self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def _units(self, chars: str) -> int:
+        return len(chars) if chars.isascii() else self.codec.client_num_units(chars)
 
     def _line_end(self, line: int) -> int:
         """Offset of the end of ``line``'s content (before its line break)."""
@@ -64,7 +62,7 @@ class LineIndex:
         offset = max(0, min(offset, len(self.text)))
         line = bisect.bisect_right(self.starts, offset) - 1
         start = self.starts[line]
-        return types.Position(line, _units(self.text[start:offset], self.encoding))
+        return types.Position(line, self._units(self.text[start:offset]))
 
     def range(self, start: int, end: int) -> types.Range:
         return types.Range(self.position(start), self.position(end))
@@ -75,29 +73,25 @@ class LineIndex:
         start = self.starts[position.line]
         end = self._line_end(position.line)
         line = self.text[start:end]
-        if line.isascii() or self.encoding == "utf-32":
+        if line.isascii():
             return start + min(position.character, len(line))
-        units = 0
-        for i, ch in enumerate(line):
-            if units >= position.character:
-                return start + i
-            units += _units(ch, self.encoding)
-        return end
+        if position.character >= self._units(line):  # past the end: clamped to the line
+            return end
+        # (a copy: pygls writes a clamped character back into the position it is given)
+        at = self.codec.position_from_client_units([line], types.Position(0, position.character))
+        return start + at.character
 
 
 def uri_to_path(uri: str) -> Path | None:
     """The local file of a ``file://`` URI (None for unsaved buffers and other schemes)."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    path = unquote(parsed.path)
-    if re.match(r"^/[A-Za-z]:/", path):  # file:///C:/... on Windows
-        path = path[1:]
-    return Path(path)
+    if uri.startswith("file://localhost/"):  # the host part of a local file's URI (RFC 8089)
+        uri = "file:///" + uri[len("file://localhost/") :]
+    path = uris.to_fs_path(uri)
+    return Path(path) if path else None
 
 
 def path_to_uri(path: Path) -> str:
-    return Path(path).resolve().as_uri()
+    return uris.from_fs_path(str(Path(path).resolve()))
 
 
 def style_for(uri: str, language_id: str | None, text: str = "") -> str:

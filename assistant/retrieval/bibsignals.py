@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from assistant.fold import fold
 
 #: feature names, in the order of :func:`signals` columns
 SIGNALS = (
@@ -34,8 +35,7 @@ SIGNALS = (
 
 def name_key(name: str) -> str:
     """``"Lin, Jimmy"`` / ``"Jimmy Lin"`` / ``"J. Lin"`` → ``"lin j"`` ("" when no surname)."""
-    text = unicodedata.normalize("NFKD", name or "")
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = fold(name or "", ascii_only=False)
     if "," in text:
         last, _, first = text.partition(",")
     else:

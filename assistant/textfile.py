@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import codecs
 import errno
+import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from assistant.errors import AssistantError
 
@@ -247,3 +249,18 @@ def write_atomic(
     from assistant.filewrite import write_bytes
 
     write_bytes(path, data, protect=protect, library=library)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """The non-blank lines of a JSON-lines file as ``(line number, object)``.
+
+    A line that is not JSON raises ``ValueError`` naming ``file:line``.
+    """
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc

@@ -17,7 +17,7 @@ from assistant.library.bibfile import (
     read_bib,
 )
 from assistant.library.models import ImportReport, Paper
-from assistant.library.schema import LibraryOpenError
+from assistant.library.schema import LibraryOpenError, database_error
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent
 from assistant.retrieval.bm25 import content_words
@@ -93,6 +93,7 @@ __all__ = [
     "analyse_manuscript",
     "apply_bib_change",
     "content_words",
+    "database_error",
     "detect_mode",
     "import_summary",
     "intent_chip",

@@ -190,10 +190,7 @@ def info_cmd(
         DEFAULT_ENCODER,
         ModelCorruptedError,
         ModelLoadError,
-        ModelManifest,
         OnnxTextModel,
-        available_providers,
-        cuda_problems,
     )
 
     if all_models:
@@ -208,8 +205,18 @@ def info_cmd(
         model = OnnxTextModel(name, device=device, precision=precision)
     except ModelLoadError as exc:
         raise click.ClickException(str(exc)) from exc
-    m: ModelManifest = model.manifest
-    info = model.info
+    data = _info_data(model, device)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        _echo_info(model, data)
+
+
+def _info_data(model, device: str) -> dict:
+    """What ``models info`` reports about a loaded model (the JSON of ``--json``)."""
+    from assistant.service.models import available_providers, cuda_problems
+
+    m, info = model.manifest, model.info
     data = {
         "name": m.name,
         "kind": m.kind,
@@ -243,9 +250,11 @@ def info_cmd(
             f"`assistant models build {m.name} --force` gives the faster one (the library is then "
             f"re-embedded by the next `assistant index`)",
         ]
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
-        return
+    return data
+
+
+def _echo_info(model, data: dict) -> None:
+    m, info = model.manifest, model.info
     click.echo(f"{m.name} ({m.kind}) at {m.path}")
     click.echo(
         f"  device: {info.device}  provider: {info.provider}  precision: {info.precision}  "

@@ -221,6 +221,7 @@ def _atomic_save(obj, path: Path) -> None:
 
 def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> dict:
     """Train (resuming from ``work_dir/last.pt`` if present), export, return the summary."""
+    # long: the training loop with its resume, evaluation and checkpoint points in one place
     import torch
     from transformers import AutoTokenizer, get_linear_schedule_with_warmup
 

@@ -224,6 +224,16 @@ def _layer_rules(source: str | None, dest: str | None, where: str, module: str, 
     return []
 
 
+def _foundation(module: str, package: str | None) -> bool:
+    """A top-level module of ``assistant`` (config, errors, textfile, ...), not a package."""
+    return (
+        package is None
+        and module.startswith("assistant.")
+        and module.count(".") == 1
+        and not module.endswith("__")
+    )
+
+
 def violations(extra: dict[str, str] | None = None, real: bool = True) -> list[str]:
     """Every broken import rule as ``file:line: rule``; ``extra`` adds modules (path -> source)."""
     found = []
@@ -239,6 +249,10 @@ def violations(extra: dict[str, str] | None = None, real: bool = True) -> list[s
             if source and dest and source != dest:
                 graph[source].add(dest)
                 first_edge.setdefault((source, dest), f"{rel}:{line}")
+            if _foundation(module, source) and _foundation(target, dest) and target != module:
+                # the foundation modules: a loop between two of them is a cycle too
+                graph[module].add(target)
+                first_edge.setdefault((module, target), f"{rel}:{line}")
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 call = f"{node.value.id}.{node.attr}"
@@ -249,7 +263,8 @@ def violations(extra: dict[str, str] | None = None, real: bool = True) -> list[s
         ties = [
             f"{a} -> {b} ({first_edge[a, b]})" for a in group for b in group if (a, b) in first_edge
         ]
-        found.append(f"import cycle between packages {', '.join(group)}: " + "; ".join(ties))
+        what = "modules" if group[0].startswith("assistant.") else "packages"
+        found.append(f"import cycle between {what} {', '.join(group)}: " + "; ".join(ties))
     return found
 
 
@@ -422,6 +437,19 @@ def test_a_cycle_of_packages_is_found_in_a_fake_module_graph(monkeypatch):
         "import cycle between packages alpha, beta" in v
         and "alpha -> beta (assistant/alpha/a.py:1)" in v
         for v in found
+    ), found
+
+
+def test_a_cycle_of_foundation_modules_is_found():
+    found = violations(
+        {
+            "assistant/fake_a.py": "from assistant.fake_b import x\n",
+            "assistant/fake_b.py": "def f():\n    from assistant import fake_a\n",
+        },
+        real=False,
+    )
+    assert any(
+        "import cycle between modules assistant.fake_a, assistant.fake_b" in v for v in found
     ), found
 
 

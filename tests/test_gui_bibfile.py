@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from assistant.library import bibfile, textops
+from assistant.documents import textops
+from assistant.library import bibfile
 from assistant.library.bibfile import BibFileError, append_entry, entry_number, read_bib
 
 ENTRY_A = """@inproceedings{karpukhin2020dense,

@@ -1,4 +1,5 @@
-"""The language server's features as small handlers ``handler(server, params)``, registered from
+"""The language server's features as small handlers ``handler(server, params)`` (``server``: the
+:class:`~assistant.lsp.server.CiteAssistServer`, which imports this module), registered from
 one table (``FEATURES``, ``COMMANDS``) as the pygls examples do: document sync, completion, hover,
 definition, code actions here; references, rename and symbols in :mod:`navigation`; the
 ``workspace/executeCommand`` handlers in :mod:`commands`. The server (:mod:`server`) holds the
@@ -12,7 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from lsprotocol import types
 
@@ -23,29 +24,26 @@ from assistant.lsp.commands import CommandsMixin
 from assistant.lsp.navigation import NavigationMixin
 from assistant.lsp.text import DocState, LineIndex, style_for, uri_to_path
 
-if TYPE_CHECKING:
-    from assistant.lsp.server import CiteAssistServer
-
 log = logging.getLogger(__name__)
 
 
 # --- life cycle -------------------------------------------------------------------------------
-def initialize(server: CiteAssistServer, _params) -> None:
+def initialize(server, _params) -> None:
     server._start()
 
 
-def initialized(server: CiteAssistServer, *_args) -> None:
+def initialized(server, *_args) -> None:
     if server.loop is not None:
         server.loop.create_task(watch_bib_files(server))
 
 
-def shutdown(server: CiteAssistServer, *_args) -> None:
+def shutdown(server, *_args) -> None:
     server.shutdown_requested = True
     server.stop()
 
 
 # --- document sync ----------------------------------------------------------------------------
-def did_open(server: CiteAssistServer, params: types.DidOpenTextDocumentParams) -> None:
+def did_open(server, params: types.DidOpenTextDocumentParams) -> None:
     item = params.text_document
     is_bib = item.uri.lower().endswith(".bib") or (
         item.language_id == "bibtex" and not item.uri.lower().endswith((".tex", ".md"))
@@ -58,7 +56,7 @@ def did_open(server: CiteAssistServer, params: types.DidOpenTextDocumentParams) 
         server._schedule_diagnostics(item.uri, 0.0)
 
 
-def did_change(server: CiteAssistServer, params: types.DidChangeTextDocumentParams) -> None:
+def did_change(server, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     old = server.docs.get(uri)
     if old is None:
@@ -74,7 +72,7 @@ def did_change(server: CiteAssistServer, params: types.DidChangeTextDocumentPara
     server._schedule_diagnostics(uri, 0.3)
 
 
-def did_close(server: CiteAssistServer, params: types.DidCloseTextDocumentParams) -> None:
+def did_close(server, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     doc = server.docs.pop(uri, None)
     server.missing.pop(uri, None)
@@ -90,7 +88,7 @@ def did_close(server: CiteAssistServer, params: types.DidCloseTextDocumentParams
         )
 
 
-def did_save(server: CiteAssistServer, params: types.DidSaveTextDocumentParams) -> None:
+def did_save(server, params: types.DidSaveTextDocumentParams) -> None:
     """A save may have written a .bib (the editor applied our edit to a buffer and saved
     it): diagnostics of every manuscript are checked again."""
     path = uri_to_path(params.text_document.uri)
@@ -99,7 +97,7 @@ def did_save(server: CiteAssistServer, params: types.DidSaveTextDocumentParams) 
     server._refresh_all()
 
 
-def did_change_watched(server: CiteAssistServer, params: types.DidChangeWatchedFilesParams) -> None:
+def did_change_watched(server, params: types.DidChangeWatchedFilesParams) -> None:
     """A .bib changed on disk (saved by another program, or by the editor unopened)."""
     for change in params.changes:
         path = uri_to_path(change.uri)
@@ -108,7 +106,7 @@ def did_change_watched(server: CiteAssistServer, params: types.DidChangeWatchedF
     server._refresh_all(0.1)
 
 
-async def watch_bib_files(server: CiteAssistServer) -> None:
+async def watch_bib_files(server) -> None:
     caps = server.client_capabilities
     ws = caps.workspace if caps else None
     watched = ws.did_change_watched_files if ws else None
@@ -134,7 +132,7 @@ async def watch_bib_files(server: CiteAssistServer) -> None:
 
 
 # --- requests ---------------------------------------------------------------------------------
-async def completion_list(server: CiteAssistServer, params: types.CompletionParams):
+async def completion_list(server, params: types.CompletionParams):
     doc = server._doc(params.text_document.uri)
     if doc is None:
         return None
@@ -167,7 +165,7 @@ async def completion_list(server: CiteAssistServer, params: types.CompletionPara
     )
 
 
-def _cited_keys(server: CiteAssistServer) -> list[str]:
+def _cited_keys(server) -> list[str]:
     """Keys the open manuscripts cite (most cited first), kept per document version."""
     counts: Counter = Counter()
     for uri, doc in list(server.docs.items()):
@@ -181,14 +179,14 @@ def _cited_keys(server: CiteAssistServer) -> list[str]:
     return [k for k, _ in counts.most_common()]
 
 
-def _label_details(server: CiteAssistServer) -> bool:
+def _label_details(server) -> bool:
     caps = server.client_capabilities
     td = caps.text_document if caps else None
     item = td.completion.completion_item if td and td.completion else None
     return bool(item and item.label_details_support)
 
 
-async def suggest(server: CiteAssistServer, doc: DocState, slot) -> list[backend.Suggestion]:
+async def suggest(server, doc: DocState, slot) -> list[backend.Suggestion]:
     def job(cancelled):
         query = completion.slot_query(doc, slot, server.backend)
         key = query.cache_key()
@@ -202,11 +200,11 @@ async def suggest(server: CiteAssistServer, doc: DocState, slot) -> list[backend
     return await server.run_cancellable(server.rec_pool, job, doc)
 
 
-async def resolve(server: CiteAssistServer, item: types.CompletionItem) -> types.CompletionItem:
+async def resolve(server, item: types.CompletionItem) -> types.CompletionItem:
     return await server.run_io(completion.resolve, item, server.backend)
 
 
-async def hover_at(server: CiteAssistServer, params: types.HoverParams):
+async def hover_at(server, params: types.HoverParams):
     doc = server._doc(params.text_document.uri)
     if doc is None:
         return None
@@ -214,7 +212,7 @@ async def hover_at(server: CiteAssistServer, params: types.HoverParams):
     return await server.run_io(hover.hover, doc, params.position, server.backend, bibs)
 
 
-async def definition(server: CiteAssistServer, params: types.DefinitionParams):
+async def definition(server, params: types.DefinitionParams):
     doc = server._doc(params.text_document.uri)
     if doc is None:
         return None
@@ -241,7 +239,7 @@ async def definition(server: CiteAssistServer, params: types.DefinitionParams):
     return None
 
 
-async def code_action(server: CiteAssistServer, params: types.CodeActionParams):
+async def code_action(server, params: types.CodeActionParams):
     doc = server._doc(params.text_document.uri)
     if doc is None:
         return None
@@ -301,7 +299,7 @@ COMMANDS = (
 )
 
 
-def register(server: CiteAssistServer) -> None:
+def register(server) -> None:
     """Register every feature and command of the tables on ``server``."""
     for feature in FEATURES:
         server.feature(feature.method, feature.options)(bound(feature.handler, server))
@@ -309,7 +307,7 @@ def register(server: CiteAssistServer) -> None:
         server.command(name)(bound(handler, server))
 
 
-def bound(fn: Callable, server: CiteAssistServer) -> Callable:
+def bound(fn: Callable, server) -> Callable:
     """A plain function calling ``fn(server, *args)`` (pygls tags handlers with attributes;
     bound methods cannot carry them)."""
     if asyncio.iscoroutinefunction(fn):

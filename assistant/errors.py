@@ -43,5 +43,10 @@ def _restore(cls: type[AssistantError], args: tuple, state: dict) -> AssistantEr
     return exc
 
 
+class FileRefused(AssistantError):
+    """A path the program will not read or replace (not a regular file, too large, read-only,
+    the open library); the message names the file and says why."""
+
+
 class Cancelled(Exception):
     """A long job (import, index, training, recommendation) stopped because the user asked."""

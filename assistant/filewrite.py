@@ -29,13 +29,28 @@ from glob import escape as glob_escape
 from pathlib import Path
 
 from assistant import faults
-from assistant.textfile import FileRefused, kind_of
+from assistant.errors import FileRefused
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The files SQLite keeps next to a database (a write onto one of them corrupts the library).
 LIBRARY_SUFFIXES = ("", "-wal", "-shm", "-journal")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 class WriteRefused(FileRefused):

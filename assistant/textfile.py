@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import codecs
 import errno
+import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, FileRefused
+from assistant.filewrite import kind_of, write_bytes
 
 #: Legacy encodings tried, in order, when a file is not UTF-8 (latin-1 decodes any byte).
 LEGACY_ENCODINGS = ("cp1252", "latin-1")
@@ -25,11 +28,6 @@ MAX_TEXT_BYTES = 512 * 1024 * 1024
 
 class BinaryFileError(AssistantError, ValueError):
     """The file is not text (NUL bytes without a UTF-16 byte-order mark)."""
-
-
-class FileRefused(AssistantError):
-    """A path the program will not read or replace (not a regular file, too large, read-only,
-    the open library); the message names the file and says why."""
 
 
 def max_file_bytes(default: int = MAX_TEXT_BYTES) -> int:
@@ -59,21 +57,6 @@ def _os_reason(exc: OSError) -> str:
     if exc.errno == errno.EISDIR:
         return "is a folder, not a file"
     return exc.strerror or str(exc)
-
-
-def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def read_file(
@@ -244,6 +227,19 @@ def write_atomic(
     (temporary file in the same folder, fsync, ``os.replace``; never through a symbolic link,
     never a FIFO, a device, a folder, a read-only file, an SQLite database, one of ``protect`` or
     one of ``library``'s own files). Raises :class:`FileRefused` or ``OSError``."""
-    from assistant.filewrite import write_bytes
-
     write_bytes(path, data, protect=protect, library=library)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """The non-blank lines of a JSON-lines file as ``(line number, object)``.
+
+    A line that is not JSON raises ``ValueError`` naming ``file:line``.
+    """
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc

@@ -1,4 +1,4 @@
-"""Issue 31: the ``.bib`` contract after Save (one implementation: documents.bibsync).
+"""Issue 31: the ``.bib`` contract after Save (one implementation: library.bibsync).
 
 Unit tests on the planner, and the bundled LaTeX and Markdown samples through the real window:
 open, insert two, undo one, save -> the .bib resolves every citation of the draft (checked by
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from assistant.documents import textops
-from assistant.documents.bibfile import read_bib
-from assistant.documents.bibsync import cited_keys, plan_sync, sync_bib
+from assistant.library.bibfile import read_bib
+from assistant.library.bibsync import cited_keys, plan_sync, sync_bib
 from assistant.textfile import TextFormat
 
 USER_BIB = """% my own bibliography -- keep this comment

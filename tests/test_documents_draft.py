@@ -12,7 +12,8 @@ from assistant.cli import main
 from assistant.cli.manuscript import manuscript
 from assistant.documents.citeworthiness import CueScorer, LearnedScorer, default_scorer
 from assistant.documents.draft import parse_draft
-from assistant.documents.manuscript import find_missing_citations
+from assistant.documents.manuscript import find_missing_citations, load_document
+from assistant.service.writing import recommend_for_missing
 
 FIX = Path(__file__).parent / "fixtures" / "documents"
 
@@ -114,7 +115,9 @@ class FakeRecommender:
 
 def test_missing_citations_get_recommendations():
     rec = FakeRecommender()
-    missing = find_missing_citations(FIX / "draft.tex", recommender=rec, k=3)
+    doc = load_document(FIX / "draft.tex")
+    missing = find_missing_citations(doc)
+    recommend_for_missing(doc, missing, rec, k=3)
     assert missing and all(
         m.recommendations[0]["title"] == "Dense Passage Retrieval" for m in missing
     )
@@ -138,7 +141,10 @@ def test_the_manuscript_itself_is_kept_out_of_its_recommendations(tmp_path):
         rec.recommend = lambda query, config=None: (
             seen.append(query) or FakeRecommender.recommend(rec, query)
         )
-        assert find_missing_citations(FIX / "draft.tex", recommender=rec, k=3)
+        doc = load_document(FIX / "draft.tex")
+        missing = find_missing_citations(doc)
+        recommend_for_missing(doc, missing, rec, k=3)
+        assert missing
     assert seen and all(own in q.cited_ids and other not in q.cited_ids for q in seen)
 
 

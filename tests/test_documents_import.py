@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from assistant.documents.importer import import_pdf
+from assistant.library.importers.pdf import import_pdf
 from assistant.library.models import Paper
 from assistant.library.store import Library
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.documents.linking import link_reference, title_score
 from assistant.documents.model import Reference
 from assistant.documents.references import join_lines, parse_reference, split_authors, split_entries
+from assistant.library.linking import link_reference, title_score
 from assistant.library.models import Paper
 
 

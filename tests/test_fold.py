@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import unicodedata
 
+from assistant.documents.linking import normalize_title
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assistant.documents.linking import normalize_title
 from assistant.documents.model import Reference
 from assistant.fold import TRANSLIT, fold
 from assistant.library.citekeys import base_key

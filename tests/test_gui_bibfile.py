@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from assistant.documents import bibfile, textops
-from assistant.documents.bibfile import BibFileError, append_entry, entry_number, read_bib
+from assistant.documents import textops
+from assistant.library import bibfile
+from assistant.library.bibfile import BibFileError, append_entry, entry_number, read_bib
 
 ENTRY_A = """@inproceedings{karpukhin2020dense,
   title = {Dense Passage Retrieval for Open-Domain Question Answering},

@@ -31,7 +31,7 @@ def _env(tmp_path) -> dict:
 def test_demo_never_imports_qt():
     code = (
         "import sys; import assistant.gui.app, assistant.gui.sample, assistant.service.engine, "
-        "assistant.documents.bibfile, assistant.documents.textops; "
+        "assistant.library.bibfile, assistant.documents.textops; "
         "bad = [m for m in sys.modules if m.startswith('PySide6')]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

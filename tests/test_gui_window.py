@@ -22,8 +22,8 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QTimer
 
 from assistant.documents import textops
-from assistant.documents.bibfile import read_bib
 from assistant.gui.settings import AppSettings
+from assistant.library.bibfile import read_bib
 
 READY_TIMEOUT_MS = 600_000  # first run builds the encoder and the index
 RESULT_TIMEOUT_MS = 120_000

@@ -19,9 +19,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from assistant.documents import textops
-from assistant.documents.bibfile import read_bib
 from assistant.gui import qtext
 from assistant.gui.settings import AppSettings
+from assistant.library.bibfile import read_bib
 from assistant.library.models import Paper
 from assistant.retrieval.pipeline import Recommendation
 

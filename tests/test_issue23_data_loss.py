@@ -232,8 +232,8 @@ def test_issue23_also_deeply_nested_json_is_one_issue(tmp_path, lib):
 
 
 def test_issue23_also_bibliography_path_cannot_point_outside_the_manuscript(tmp_path):
-    from assistant.documents.bibfile import BibFileError, append_entry
     from assistant.documents.textops import LATEX, bib_from_manuscript
+    from assistant.library.bibfile import BibFileError, append_entry
 
     tex = tmp_path / "paper" / "paper.tex"
     tex.parent.mkdir()
@@ -249,7 +249,7 @@ def test_issue23_also_bibliography_path_cannot_point_outside_the_manuscript(tmp_
 
 
 def test_issue23_also_bak_copy_is_whole_and_keeps_mode(tmp_path):
-    from assistant.documents.bibfile import append_entry
+    from assistant.library.bibfile import append_entry
 
     bib = tmp_path / "refs.bib"
     bib.write_text(BIB)

@@ -128,7 +128,7 @@ def test_issue29_2_new_registration_refuses_dotfiles_system_and_missing_folders(
 
 
 def test_issue29_2_bak_symlink_is_not_written_through(home, tmp_path):
-    from assistant.documents.bibfile import append_entry
+    from assistant.library.bibfile import append_entry
 
     bashrc = home / ".bashrc"
     before = _sha(bashrc)
@@ -149,7 +149,7 @@ def test_issue29_2_bak_symlink_is_not_written_through(home, tmp_path):
 
 
 def test_issue29_2_bib_that_is_a_symlink_is_not_written_through(home, tmp_path):
-    from assistant.documents.bibfile import append_entry
+    from assistant.library.bibfile import append_entry
 
     bashrc = home / ".bashrc"
     bib = tmp_path / "refs.bib"

@@ -241,7 +241,7 @@ def test_folder_import_is_recursive_and_dedups(lib, tmp_path):
 def test_pdf_dispatch_reports_clear_error_when_unavailable(lib, tmp_path, monkeypatch):
     pdf = tmp_path / "paper.pdf"
     pdf.write_bytes(b"%PDF-1.4\n%%EOF\n")
-    monkeypatch.setitem(sys.modules, "assistant.documents.importer", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "assistant.library.importers.pdf", None)  # as if not installed
     report = import_paths(lib, [pdf])
     assert [i.reason.startswith("PDF import is not available") for i in report.issues] == [True]
 
@@ -390,7 +390,7 @@ def test_cli_import_stats_search_export(tmp_path):
 
 
 def test_pdf_dispatch_to_documents_importer(lib, tmp_path, acm_dev_dir):
-    pytest.importorskip("assistant.documents.importer")
+    pytest.importorskip("assistant.library.importers.pdf")
     bad = tmp_path / "broken.pdf"
     bad.write_bytes(b"%PDF-1.4\n%%EOF\n")
     pdf = sorted(acm_dev_dir.glob("*/*.pdf"))[0]

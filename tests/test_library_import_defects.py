@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
-from assistant.documents.bibfile import append_entry
+from assistant.library.bibfile import append_entry
 from assistant.library.importers import import_paths
 from assistant.library.importers.bibtex import parse_bibtex_text
 from assistant.library.importers.csljson import parse_csljson_text

@@ -112,7 +112,7 @@ def test_300_page_pdf_respects_caps(gen_dir):
 
 
 def test_import_of_non_paper_is_refused_with_reason(gen_dir):
-    from assistant.documents.importer import import_pdf
+    from assistant.library.importers.pdf import import_pdf
     from assistant.library.store import Library
 
     lib = Library(gen_dir / "lib.sqlite")

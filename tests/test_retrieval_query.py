@@ -2,11 +2,11 @@
 
 import pytest
 
+from assistant.documents.sentences import sentences as split_sentences
 from assistant.retrieval.query import (
     EmptyQueryError,
     Query,
     detect_mode,
-    split_sentences,
     strip_citation_markers,
 )
 

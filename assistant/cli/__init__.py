@@ -60,8 +60,6 @@ class RootGroup(LazyGroup):
     cancelled job ends with ``Cancelled`` (exit 130)."""
 
     def invoke(self, ctx: click.Context):
-        from assistant.library.schema import OperationalError, sqlite_error
-
         try:
             return super().invoke(ctx)
         except AssistantError as exc:
@@ -71,16 +69,20 @@ class RootGroup(LazyGroup):
             self._log_traceback(ctx)
             click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
             ctx.exit(130)
-        except OperationalError as exc:  # locked / read-only / full outside an open
-            self._log_traceback(ctx)
-            path = (ctx.obj or {}).get("db_path") or "library"
-            raise click.ClickException(str(sqlite_error(exc, path))) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):
                 raise  # click handles a closed pipe (`... | head`) itself
             self._log_traceback(ctx)
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+        except Exception as exc:  # the library's database locked / read-only / full
+            from assistant.service import database_error
+
+            error = database_error(exc, (ctx.obj or {}).get("db_path") or "library")
+            if error is None:
+                raise
+            self._log_traceback(ctx)
+            raise click.ClickException(str(error)) from None
 
     @staticmethod
     def _log_traceback(ctx: click.Context) -> None:
@@ -123,7 +125,7 @@ def main(ctx: click.Context, db_path: str | None, verbose: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["db_path"] = db_path
     if ctx.invoked_subcommand in BULK_COMMANDS:  # the GUI and `lsp` tokenise on one thread
-        from assistant.inference.session import allow_parallel_tokenization
+        from assistant.service.models import allow_parallel_tokenization
 
         allow_parallel_tokenization()
 

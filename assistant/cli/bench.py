@@ -1,5 +1,5 @@
 """`assistant bench`: encoder throughput and recommendation latency, printed as JSON (click only; the
-measurements live in assistant/inference/bench.py and assistant/retrieval/bench.py)."""
+measurements live in assistant/inference/bench.py and assistant/evaluation/bench.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import click
 
 from assistant import filewrite
 from assistant.cli.options import db_option
+from assistant.evaluation.bench import run_query_bench
 from assistant.inference.bench import run_encode_bench
-from assistant.retrieval.bench import run_query_bench
 
 
 def _default_papers() -> Path | None:
@@ -281,7 +281,7 @@ def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep):
     recall of approximate indexes, as JSON."""
     import tempfile
 
-    from assistant.retrieval.scale_bench import run_scale_bench
+    from assistant.evaluation.scale_bench import run_scale_bench
 
     say = lambda m: click.echo(m, err=True)  # noqa: E731
     kinds = tuple(k.strip() for k in recall.split(",") if k.strip())

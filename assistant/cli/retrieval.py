@@ -270,7 +270,12 @@ def recommend(
         click.echo(f"warning: {w}", err=True)
     if as_json:
         click.echo(json.dumps(result_to_dict(result, bibtex=bibtex), indent=2, ensure_ascii=False))
-        return
+    else:
+        _echo_result(result, preference, bibtex)
+
+
+def _echo_result(result, preference: str | None, bibtex: bool) -> None:
+    """The ranked list as text lines (then the BibTeX entries with ``--bibtex``)."""
     need_note = f", ranked for a {preference} citation" if preference else ""
     click.echo(f"mode: {result.mode}{need_note}   ({result.timings_ms.get('total', 0):.0f} ms)")
     from assistant.service import intent_chips

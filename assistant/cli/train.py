@@ -417,6 +417,7 @@ def train_intent(
     export_only,
 ) -> None:
     """Fine-tune the citation-intent classifier on SciCite and export int8 ONNX."""
+    # long: one parameter per click option (27), handed straight to IntentTrainConfig
     from assistant.config import SHIPPED_MODELS_DIR, data_dir
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -153,6 +153,7 @@ def _markdown_mask(text: str) -> tuple[str, dict]:
 def parse_draft(source: str | Path, fmt: str | None = None) -> Document:
     """Parse a draft: a ``Path`` is read from disk (``.tex``/``.md``/``.txt``), a ``str`` is the
     draft's text itself (never tried as a file name, however short or long)."""
+    # long: one pass over the draft's lines (front matter, environments, paragraphs, markers); its state is local
     path: Path | None = None
     if isinstance(source, Path):
         path = source

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from assistant.documents.markers import strip_citation_markers
+
 ABBREVIATIONS = {
     "al",
     "e.g",
@@ -134,3 +136,16 @@ def _is_abbreviation(text: str, dot: int, sent_start: int) -> bool:
 
 def sentences(text: str) -> list[str]:
     return [text[s:e] for s, e in split_sentences(text)]
+
+
+def detect_mode(text: str, title: str | None = None, abstract: str | None = None) -> str:
+    """Pick ``local``/``paragraph``/``global`` for an ``auto`` query: the ONE rule of the product
+    (the CLI's ``--mode auto`` and the GUI's selection/cursor both use it).
+
+    Empty text (after stripping citation markers) with a title or abstract -> ``global``; one or
+    two sentences (a citation context) -> ``local``; three or more -> ``paragraph``.
+    """
+    cleaned = strip_citation_markers(text)
+    if not cleaned:
+        return "global" if (title or abstract) else "local"
+    return "local" if len(sentences(cleaned)) <= 2 else "paragraph"

@@ -112,6 +112,7 @@ def build_sections(
     """Fill ``result.sections`` (and abstract/keywords) from classified lines: a heading opens a
     section; paragraphs break on indentation, vertical gaps and list items, and continue across
     columns and pages when the text did not end."""
+    # long: one pass over the classified lines of a PDF, opening sections/paragraphs as it goes
     sections: list[Section] = []
     current: Section | None = None
     para_lines: list[Line] = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.documents import markers
-from assistant.retrieval.query import detect_mode
+from assistant.documents.sentences import detect_mode
 
 LATEX, MARKDOWN, NUMERIC = "latex", "markdown", "numeric"
 
@@ -137,43 +137,6 @@ def sentence_bounds(text: str, pos: int) -> tuple[int, int]:
             lead = len(seg) - len(seg.lstrip())
             return p_start + a + lead, p_start + a + len(seg.rstrip())
     return p_start, p_end
-
-
-def content_words(text: str) -> list[str]:
-    """The words of ``text`` a search can use (the BM25 analyser's, stop words dropped, and
-    question/pronoun words that carry no topic)."""
-    from assistant.retrieval.bm25 import Analyzer
-
-    return [w for w in Analyzer(stem=False)(text) if w not in _FUNCTION_WORDS]
-
-
-_FUNCTION_WORDS = frozenset(
-    [
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "here",
-        "there",
-        "something",
-        "anything",
-        "everything",
-        "one",
-        "ones",
-        "thing",
-        "things",
-        "way",
-        "ways",
-        "lot",
-        "much",
-        "many",
-    ]
-)
 
 
 def count_sentences(text: str) -> int:

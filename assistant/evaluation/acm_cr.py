@@ -120,6 +120,7 @@ def evaluate_acm_cr(
     ``abbreviations``: enhanced/product queries expand the abbreviations the citing paper
     defines (in its title, abstract and contexts), as the product does with the draft.
     """
+    # long: the ACM-CR protocol (levels x variants x stages, latency, run files) read top to bottom
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
 
     papers_dir = Path(papers_dir)

@@ -114,3 +114,37 @@ def read_trec_run(path: Path | str) -> dict[str, list[str]]:
         qid: [doc for _, doc in sorted(entries, key=lambda e: e[0])]
         for qid, entries in rows.items()
     }
+
+
+def classification_metrics(y_true, y_pred, labels: Sequence[str] | None = None) -> dict:
+    """Accuracy, macro-F1, per-class P/R/F1/support and the confusion matrix (scikit-learn);
+    ``labels`` default to the intent model's."""
+    from sklearn.metrics import (
+        accuracy_score,
+        confusion_matrix,
+        f1_score,
+        precision_recall_fscore_support,
+    )
+
+    if labels is None:
+        from assistant.inference.intent import LABELS as labels
+    ids = list(range(len(labels)))
+    p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=ids, zero_division=0)
+    return {
+        "n": len(y_true),
+        "accuracy": float(accuracy_score(y_true, y_pred)),
+        "macro_f1": float(f1_score(y_true, y_pred, labels=ids, average="macro", zero_division=0)),
+        "per_class": {
+            lab: {
+                "precision": float(p[i]),
+                "recall": float(r[i]),
+                "f1": float(f[i]),
+                "support": int(s[i]),
+            }
+            for i, lab in enumerate(labels)
+        },
+        "confusion_matrix": {
+            "labels": list(labels),
+            "rows_true_cols_pred": confusion_matrix(y_true, y_pred, labels=ids).tolist(),
+        },
+    }

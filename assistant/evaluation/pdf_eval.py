@@ -87,9 +87,10 @@ def _sentence_boundaries(xml_path: Path, choices: list[str]) -> tuple[int, int]:
 
 def evaluate_paper(pdf: Path, library=None) -> dict:
     """All metrics' counts for one citing paper."""
-    from assistant.documents.linking import link_references
+    # long: one table of counts per metric for a citing paper, read top to bottom
     from assistant.documents.pdf import parse_pdf
     from assistant.evaluation.acm_cr_data import read_citing_paper
+    from assistant.library.linking import link_references
     from assistant.library.normalize import normalize_doi
 
     gold = read_citing_paper(pdf.with_suffix(".xml"))

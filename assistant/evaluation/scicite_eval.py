@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from assistant.errors import AssistantError
+from assistant.evaluation.metrics import classification_metrics
+from assistant.textfile import iter_jsonl
 
 
 def read_jsonl(path: Path) -> tuple[list[str], list[str]]:
     """``string`` and ``label`` of each line; errors name the file, line and field."""
-    from assistant.training.common import iter_jsonl
-
     texts, labels = [], []
     try:
         for lineno, row in iter_jsonl(path):
@@ -49,7 +49,6 @@ def expected_calibration_error(probs: np.ndarray, y: np.ndarray, bins: int = 10)
 
 def evaluate(path: Path, model: str | None = None) -> dict:
     from assistant.inference.intent import IntentClassifier, load_intent_classifier
-    from assistant.training.intent import classification_metrics
 
     texts, gold = read_jsonl(path)
     clf = IntentClassifier(model) if model else load_intent_classifier()

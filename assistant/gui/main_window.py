@@ -48,6 +48,7 @@ from assistant.service import (
     LibraryOpenError,
     Service,
     ServiceSettings,
+    content_words,
     import_summary,
     query_for_selection,
     textops,
@@ -546,11 +547,7 @@ class MainWindow(QMainWindow, DocumentOps):
                 "Nothing to recommend for: place the cursor in a sentence."
             )
             return None
-        if (
-            query.text
-            and not textops.content_words(query.text)
-            and not (query.title or query.abstract)
-        ):
+        if query.text and not content_words(query.text) and not (query.title or query.abstract):
             self.results_panel.set_message(
                 "⚠ The text has no content words (only words such as “the”, “this is”): "
                 "select a sentence that says what the cited work is about."

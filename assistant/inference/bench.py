@@ -277,6 +277,7 @@ def run_encode_bench(
     title + abstract strings), interleaved over ``rounds`` (``assistant bench encode``).
 
     Set ``OMP_WAIT_POLICY=PASSIVE`` before torch loads for a fair PyTorch figure (the CLI does)."""
+    # long: a benchmark script: one measured backend after another
     wanted = [b.strip() for b in (backends or DEFAULT_BACKENDS[device]).split(",") if b.strip()]
     known = CPU_BACKENDS if device == "cpu" else CUDA_BACKENDS
     unknown = [b for b in wanted if b not in known]

@@ -316,6 +316,7 @@ def export_transformer(
     ``tokenizers.Tokenizer``. The folder is written atomically (temp dir + rename), so a
     crash never leaves a half-written model behind. Returns ``out_dir``.
     """
+    # long: the export steps in order (trace, optimise, check, quantise, manifest), each a few lines
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if kind == "encoder":

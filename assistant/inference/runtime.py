@@ -123,6 +123,53 @@ def loaded_runtimes() -> dict[str, RuntimeInfo]:
     return dict(_LOADED)
 
 
+def _session_options(used: str, threads, optimized_model_path, external):
+    """``(SessionOptions, providers, disabled optimizers, threads, profile folder or None)`` for
+    a session on ``used`` ("cuda" profiles one warm-up run to record where each node runs)."""
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    if optimized_model_path:
+        opts.optimized_model_filepath = str(optimized_model_path)
+    for name, array in (external or {}).items():
+        opts.add_initializer(name, _ort_value(array))  # used in place: not copied per session
+    if used == "cuda":
+        import tempfile
+
+        profile_dir = tempfile.mkdtemp(prefix="ort-profile-")
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(Path(profile_dir) / "placement")
+        return opts, [CUDA, CPU], [], 0, profile_dir
+    # our exports keep residual Add + LayerNormalization apart because onnxruntime's CPU
+    # SkipLayerNormalization kernel is ~5x slower than the pair; don't let it re-fuse them
+    n_threads = threads or default_threads()
+    opts.intra_op_num_threads = n_threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # no busy-waiting between calls: a GUI app must not burn a core while idle
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return opts, [CPU], ["SkipLayerNormFusion"], n_threads, None
+
+
+def _record_placement(session, info: RuntimeInfo, path: Path, profile_dir: str) -> None:
+    """On CUDA: name the nodes that fell back to the CPU in ``info.notes`` (a warning when they
+    are not cheap shape ops); the profile folder is removed."""
+    import shutil
+
+    try:
+        if info.device == "cuda":
+            info.nodes = profile_placement(session)
+            note = fallback_note(info.nodes, CUDA)
+            if note:
+                info.notes.append(note)
+                if not set(info.nodes.get(CPU, {})) <= CHEAP_OPS:
+                    warnings.warn(f"{path.name}: {note}", RuntimeWarning, stacklevel=3)
+    except Exception as exc:  # informational: never fail a load over it
+        log.debug("node placement of %s unknown: %s", path, exc)
+    finally:
+        shutil.rmtree(profile_dir, ignore_errors=True)
+
+
 def create_session(
     onnx_path: Path | str,
     device: str = "auto",
@@ -142,34 +189,9 @@ def create_session(
     if not path.is_file():
         raise ModelLoadError(f"model file not found: {path} (run `assistant models build`)")
     used, notes = resolve_device(device)
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    if optimized_model_path:
-        opts.optimized_model_filepath = str(optimized_model_path)
-    for name, array in (external or {}).items():
-        opts.add_initializer(name, _ort_value(array))  # used in place: not copied per session
-    disabled: list[str] = []
-    profile_dir = None
-    if used == "cuda":
-        providers = [CUDA, CPU]
-        n_threads = 0
-        import tempfile
-
-        profile_dir = tempfile.mkdtemp(prefix="ort-profile-")
-        opts.enable_profiling = True
-        opts.profile_file_prefix = str(Path(profile_dir) / "placement")
-    else:
-        # our exports keep residual Add + LayerNormalization apart because onnxruntime's CPU
-        # SkipLayerNormalization kernel is ~5x slower than the pair; don't let it re-fuse them
-        disabled = ["SkipLayerNormFusion"]
-        providers = [CPU]
-        n_threads = threads or default_threads()
-        opts.intra_op_num_threads = n_threads
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        # no busy-waiting between calls: a GUI app must not burn a core while idle
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts, providers, disabled, n_threads, profile_dir = _session_options(
+        used, threads, optimized_model_path, external
+    )
     try:
         session = ort.InferenceSession(
             str(path), sess_options=opts, providers=providers, disabled_optimizers=disabled
@@ -188,20 +210,7 @@ def create_session(
         used = "cpu"
     info = RuntimeInfo(used, actual, precision_of(path), n_threads, str(path), notes)
     if profile_dir is not None:
-        import shutil
-
-        try:
-            if used == "cuda":
-                info.nodes = profile_placement(session)
-                note = fallback_note(info.nodes, CUDA)
-                if note:
-                    info.notes.append(note)
-                    if not set(info.nodes.get(CPU, {})) <= CHEAP_OPS:
-                        warnings.warn(f"{path.name}: {note}", RuntimeWarning, stacklevel=2)
-        except Exception as exc:  # informational: never fail a load over it
-            log.debug("node placement of %s unknown: %s", path, exc)
-        finally:
-            shutil.rmtree(profile_dir, ignore_errors=True)
+        _record_placement(session, info, path, profile_dir)
     _LOADED[str(path)] = info
     log.debug("ONNX session %s: %s", path, info.describe())
     return session, info

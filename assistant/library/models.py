@@ -109,6 +109,7 @@ class ImportReport:
     cancelled: bool = False
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
+    citations_added: int = 0  # citation edges from imported PDFs (their intents still unlabelled)
 
     @property
     def records(self) -> int:
@@ -124,6 +125,7 @@ class ImportReport:
         self.unchanged += other.unchanged
         self.skipped += other.skipped
         self.files += other.files
+        self.citations_added += other.citations_added
         self.issues.extend(other.issues)
         for reason, n in other.skipped_by_reason.items():
             self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + n

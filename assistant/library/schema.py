@@ -220,6 +220,12 @@ OperationalError = sqlite3.OperationalError
 BUSY_TIMEOUT_S = 15.0
 
 
+def database_error(exc: BaseException, path: Path | str) -> LibraryOpenError | None:
+    """:func:`sqlite_error` for an SQLite ``OperationalError`` (locked, read-only, full) raised
+    outside an open; None for any other exception (the faces need not know SQLite)."""
+    return sqlite_error(exc, path) if isinstance(exc, sqlite3.OperationalError) else None
+
+
 def sqlite_error(exc: sqlite3.Error, path: Path | str) -> LibraryOpenError:
     """One clear line for an SQLite failure on the library file (locked, read-only, disk full,
     damaged), instead of SQLite's terse text or a traceback."""

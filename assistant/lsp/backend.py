@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
+from assistant.library import bibfile as _bibfile
 from assistant.service import AssistantError, Cancelled, intent_chips
 from assistant.service import textops as _textops
 

@@ -152,6 +152,7 @@ def build_list(
     and capped on the server: at most :data:`MAX_KEY_ITEMS` keys, ``isIncomplete`` whenever
     more exist (the editor asks again as the user types). ``cited``: keys the open documents
     cite (offered first when nothing is typed)."""
+    # long: the completion order (typed keys, cited keys, recommendations) in one place, each part a few lines
     taken = set(slot.keys)
     recs: dict[str, _Candidate] = {}
     for rank, s in enumerate(suggestions or [], start=1):

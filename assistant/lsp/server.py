@@ -29,20 +29,11 @@ from pygls.lsp.server import LanguageServer
 
 from assistant import __version__
 from assistant.errors import Cancelled
-from assistant.lsp import (
-    actions,
-    backend,
-    bibfiles,
-    completion,
-    diagnostics,
-    framing,
-    hover,
-)
-from assistant.lsp.citations import key_at, key_spans, slot_at
+from assistant.lsp import backend, bibfiles, completion, diagnostics, features, framing
 from assistant.lsp.commands import CommandsMixin
 from assistant.lsp.navigation import NavigationMixin
 from assistant.lsp.protocol import SafeProtocol, report_unreadable
-from assistant.lsp.text import DocState, path_to_uri, style_for, uri_to_path
+from assistant.lsp.text import DocState, uri_to_path
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +42,9 @@ _LIBRARY_CHECK_S = 2.0
 
 
 class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
-    """The Cite-Assist language server for LaTeX and Markdown manuscripts."""
+    """The Cite-Assist language server for LaTeX and Markdown manuscripts: the state its feature
+    handlers share (:mod:`assistant.lsp.features` registers them from one table), the worker
+    threads, start-up (library keys, models) and diagnostics scheduling."""
 
     def __init__(self, be: backend.Backend, recommend: bool = True, cache_size: int = 64) -> None:
         super().__init__(
@@ -84,7 +77,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self.keys_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-keys")
         # never waited for: its thread may block in read() when the server leaves
         self.stdin_pool = ThreadPoolExecutor(1, thread_name_prefix="cite-assist-stdin")
-        self._register()
+        features.register(self)  # the handlers, from one table
 
     # --- plumbing -----------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source) -> None:
@@ -329,88 +322,6 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
             pool.shutdown(wait=False, cancel_futures=True)
 
     # --- documents ----------------------------------------------------------------------------
-    def _did_open(self, params: types.DidOpenTextDocumentParams) -> None:
-        item = params.text_document
-        is_bib = item.uri.lower().endswith(".bib") or (
-            item.language_id == "bibtex" and not item.uri.lower().endswith((".tex", ".md"))
-        )
-        style = None if is_bib else style_for(item.uri, item.language_id, item.text)
-        self.docs[item.uri] = DocState(item.uri, item.text, item.version, style, self._encoding)
-        if is_bib:
-            self._refresh_all()
-        else:
-            self._schedule_diagnostics(item.uri, 0.0)
-
-    def _did_change(self, params: types.DidChangeTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        old = self.docs.get(uri)
-        if old is None:
-            return
-        text = self.workspace.get_text_document(uri).source
-        doc = old.updated(text, params.text_document.version)
-        self.docs[uri] = doc
-        if doc.style is None:
-            self._refresh_all(delay=0.5)
-            return
-        if uri in self.missing:
-            self.missing[uri] = diagnostics.reanchor(self.missing[uri], old.text, text)
-        self._schedule_diagnostics(uri, 0.3)
-
-    def _did_close(self, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        doc = self.docs.pop(uri, None)
-        self.missing.pop(uri, None)
-        self._cited.pop(uri, None)
-        handle = self._diag_handles.pop(uri, None)
-        if handle is not None:
-            handle.cancel()
-        if doc is not None and doc.style is None:
-            self._refresh_all()
-        elif doc is not None:
-            self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-            )
-
-    def _did_save(self, params: types.DidSaveTextDocumentParams) -> None:
-        """A save may have written a .bib (the editor applied our edit to a buffer and saved
-        it): diagnostics of every manuscript are checked again."""
-        path = uri_to_path(params.text_document.uri)
-        if path is not None and path.suffix.lower() == ".bib":
-            self.bibs.invalidate(path.resolve())
-        self._refresh_all()
-
-    def _did_change_watched(self, params: types.DidChangeWatchedFilesParams) -> None:
-        """A .bib changed on disk (saved by another program, or by the editor unopened)."""
-        for change in params.changes:
-            path = uri_to_path(change.uri)
-            if path is not None:
-                self.bibs.invalidate(path.resolve())
-        self._refresh_all(0.1)
-
-    async def _watch_bib_files(self) -> None:
-        caps = self.client_capabilities
-        ws = caps.workspace if caps else None
-        watched = ws.did_change_watched_files if ws else None
-        if not (watched and watched.dynamic_registration):
-            return
-        options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern="**/*.bib")]
-        )
-        try:
-            await self.client_register_capability_async(
-                types.RegistrationParams(
-                    registrations=[
-                        types.Registration(
-                            id=f"cite-assist-bib-{uuid.uuid4()}",
-                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                            register_options=options,
-                        )
-                    ]
-                )
-            )
-        except Exception as exc:
-            log.debug("no file watching: %s", exc)
-
     def _refresh_all(self, delay: float = 0.0) -> None:
         for uri in list(self.docs):
             self._schedule_diagnostics(uri, delay)
@@ -445,186 +356,6 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=found, version=doc.version)
         )
-
-    # --- features -----------------------------------------------------------------------------
-    async def _completion(self, params: types.CompletionParams):
-        doc = self._doc(params.text_document.uri)
-        if doc is None:
-            return None
-        slot = slot_at(doc.text, doc.lines.offset(params.position), doc.style)
-        if slot is None:
-            return None
-        self._check_library()
-        keys = await self.wait_keys()
-        bibs = await self.bib_set(doc)
-        suggestions, incomplete = None, False
-        if self.recommend_enabled:
-            if self.backend.ready:
-                try:
-                    suggestions = await self.suggest(doc, slot)
-                except Cancelled:
-                    incomplete = True  # the document changed: the client asks again
-                except Exception as exc:
-                    log.warning("recommendation failed: %s", exc)
-            else:
-                incomplete = self.state not in ("failed", "off")
-        return completion.build_list(
-            doc,
-            slot,
-            keys,
-            suggestions,
-            bibs,
-            incomplete,
-            self._label_details(),
-            cited=self._cited_keys() if not slot.prefix else None,
-        )
-
-    def _cited_keys(self) -> list[str]:
-        """Keys the open manuscripts cite (most cited first), kept per document version."""
-        from collections import Counter
-
-        counts: Counter = Counter()
-        for uri, doc in list(self.docs.items()):
-            if doc.style is None:
-                continue
-            cached = self._cited.get(uri)
-            if cached is None or cached[0] != doc.generation:
-                cached = (doc.generation, [s.key for s in key_spans(doc.text, doc.style)])
-                self._cited[uri] = cached
-            counts.update(cached[1])
-        return [k for k, _ in counts.most_common()]
-
-    def _label_details(self) -> bool:
-        caps = self.client_capabilities
-        td = caps.text_document if caps else None
-        item = td.completion.completion_item if td and td.completion else None
-        return bool(item and item.label_details_support)
-
-    async def suggest(self, doc: DocState, slot) -> list[backend.Suggestion]:
-        def job(cancelled):
-            query = completion.slot_query(doc, slot, self.backend)
-            key = query.cache_key()
-            cached = self.rec_cache.get(key)
-            if cached is not None:
-                return cached
-            found = self.backend.recommend(query, completion.RECOMMENDATIONS, cancelled)
-            self.rec_cache.put(key, found)
-            return found
-
-        return await self.run_cancellable(self.rec_pool, job, doc)
-
-    async def _resolve(self, item: types.CompletionItem) -> types.CompletionItem:
-        return await self.run_io(completion.resolve, item, self.backend)
-
-    async def _hover(self, params: types.HoverParams):
-        doc = self._doc(params.text_document.uri)
-        if doc is None:
-            return None
-        bibs = await self.bib_set(doc)
-        return await self.run_io(hover.hover, doc, params.position, self.backend, bibs)
-
-    async def _definition(self, params: types.DefinitionParams):
-        doc = self._doc(params.text_document.uri)
-        if doc is None:
-            return None
-        span = key_at(doc.text, doc.lines.offset(params.position), doc.style)
-        if span is None:
-            return None
-        bibs = await self.bib_set(doc)
-        entry = bibs.find(span.key)
-        if entry is not None:
-            bib_doc = self._bib_doc(entry.path)
-            uri = bib_doc.uri if bib_doc is not None else path_to_uri(entry.path)
-            # entry columns are code points; convert on the bib's own text
-            lines = (
-                bib_doc.lines
-                if bib_doc is not None
-                else _line_index(bibs, entry.path, self._encoding)
-            )
-            line_start = lines.starts[entry.line] if entry.line < len(lines.starts) else 0
-            rng = lines.range(line_start + entry.start, line_start + entry.end)
-            return types.Location(uri=uri, range=rng)
-        for m in diagnostics._BIBITEM_RE.finditer(doc.text):
-            if m.group(1).strip() == span.key:
-                return types.Location(uri=doc.uri, range=doc.lines.range(m.start(1), m.end(1)))
-        return None
-
-    async def _code_action(self, params: types.CodeActionParams):
-        doc = self._doc(params.text_document.uri)
-        if doc is None:
-            return None
-        bibs = await self.bib_set(doc)
-        return actions.code_actions(doc, params.range, params.context, bibs)
-
-    # --- registration -------------------------------------------------------------------------
-    def _register(self) -> None:
-        self.feature(types.INITIALIZE)(_plain(lambda params: self._start()))
-        self.feature(types.SHUTDOWN)(_plain(self._on_shutdown))
-        self.feature(types.TEXT_DOCUMENT_DID_OPEN)(_plain(self._did_open))
-        self.feature(types.TEXT_DOCUMENT_DID_CHANGE)(_plain(self._did_change))
-        self.feature(types.TEXT_DOCUMENT_DID_CLOSE)(_plain(self._did_close))
-        self.feature(types.TEXT_DOCUMENT_DID_SAVE)(_plain(self._did_save))
-        self.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(_plain(self._did_change_watched))
-        self.feature(types.INITIALIZED)(_plain(self._initialized))
-        self.feature(
-            types.TEXT_DOCUMENT_COMPLETION,
-            types.CompletionOptions(trigger_characters=["{", ",", "@"], resolve_provider=True),
-        )(_plain(self._completion))
-        self.feature(types.COMPLETION_ITEM_RESOLVE)(_plain(self._resolve))
-        self.feature(types.TEXT_DOCUMENT_HOVER)(_plain(self._hover))
-        self.feature(types.TEXT_DOCUMENT_DEFINITION)(_plain(self._definition))
-        self.feature(types.TEXT_DOCUMENT_REFERENCES)(_plain(self._references))
-        self.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)(_plain(self._prepare_rename))
-        self.feature(types.TEXT_DOCUMENT_RENAME)(_plain(self._rename))
-        self.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(_plain(self._document_symbols))
-        self.feature(types.WORKSPACE_SYMBOL)(_plain(self._workspace_symbols))
-        self.feature(
-            types.TEXT_DOCUMENT_CODE_ACTION,
-            types.CodeActionOptions(
-                code_action_kinds=[
-                    types.CodeActionKind.QuickFix,
-                    actions.KIND_RECOMMEND,
-                    actions.KIND_FIND_MISSING,
-                ]
-            ),
-        )(_plain(self._code_action))
-        self.command(completion.ADD_BIB_COMMAND)(_plain(self.cmd_add_bib_entry))
-        self.command(actions.RECOMMEND_HERE)(_plain(self.cmd_recommend_here))
-        self.command(actions.FIND_MISSING)(_plain(self.cmd_find_missing))
-
-    def _initialized(self, *_args) -> None:
-        if self.loop is not None:
-            self.loop.create_task(self._watch_bib_files())
-
-    def _on_shutdown(self, *_args) -> None:
-        self.shutdown_requested = True
-        self.stop()
-
-
-def _plain(fn: Callable) -> Callable:
-    """A plain function calling ``fn`` (pygls tags handlers with attributes; bound methods
-    cannot carry them)."""
-    if asyncio.iscoroutinefunction(fn):
-
-        async def handler(*args):
-            return await fn(*args)
-
-    else:
-
-        def handler(*args):
-            return fn(*args)
-
-    handler.__name__ = getattr(fn, "__name__", "handler")
-    return handler
-
-
-def _line_index(bibs: bibfiles.BibSet, path: Path, encoding: str):
-    from assistant.lsp.text import LineIndex
-
-    for bib in bibs.files:
-        if bib.path == path:
-            return LineIndex(bib.text, encoding)
-    return LineIndex("", encoding)
 
 
 def create_server(

@@ -225,3 +225,38 @@ def top_k(
     order = part[np.lexsort((part, -scores[part]))]
     order = order[scores[order] > 0]
     return ids[order], scores[order].astype(np.float32)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` a search can use (the BM25 analyser's, stop words dropped, and
+    question/pronoun words that carry no topic)."""
+    return [w for w in Analyzer(stem=False)(text) if w not in _FUNCTION_WORDS]
+
+
+_FUNCTION_WORDS = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "here",
+        "there",
+        "something",
+        "anything",
+        "everything",
+        "one",
+        "ones",
+        "thing",
+        "things",
+        "way",
+        "ways",
+        "lot",
+        "much",
+        "many",
+    ]
+)

@@ -16,23 +16,10 @@ from dataclasses import dataclass, field
 
 from assistant.documents.abbreviations import defined_in, expand
 from assistant.documents.markers import strip_citation_markers
-from assistant.documents.sentences import sentences as split_sentences
+from assistant.documents.sentences import detect_mode
 from assistant.errors import AssistantError
 
 MODES = ("auto", "local", "paragraph", "global")
-
-
-def detect_mode(text: str, title: str | None = None, abstract: str | None = None) -> str:
-    """Pick ``local``/``paragraph``/``global`` for an ``auto`` query: the ONE rule of the product
-    (the CLI's ``--mode auto`` and the GUI's selection/cursor both use it).
-
-    Empty text (after stripping citation markers) with a title or abstract -> ``global``; one or
-    two sentences (a citation context) -> ``local``; three or more -> ``paragraph``.
-    """
-    cleaned = strip_citation_markers(text)
-    if not cleaned:
-        return "global" if (title or abstract) else "local"
-    return "local" if len(split_sentences(cleaned)) <= 2 else "paragraph"
 
 
 @dataclass

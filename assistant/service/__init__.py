@@ -7,19 +7,20 @@ dataclasses they handle are re-exported below.
 """
 
 from assistant.documents import textops
-from assistant.documents.bibfile import (
+from assistant.documents.model import Document, DocumentError
+from assistant.errors import AssistantError, Cancelled
+from assistant.library.bibfile import (
     AppendResult,
     BibChange,
     BibFileError,
     apply_bib_change,
     read_bib,
 )
-from assistant.documents.model import Document, DocumentError
-from assistant.errors import AssistantError, Cancelled
 from assistant.library.models import ImportReport, Paper
-from assistant.library.schema import LibraryOpenError
+from assistant.library.schema import LibraryOpenError, database_error
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent
+from assistant.retrieval.bm25 import content_words
 from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
 from assistant.retrieval.intent_stage import parse_intent_preference
@@ -91,6 +92,8 @@ __all__ = [
     "ServiceSettings",
     "analyse_manuscript",
     "apply_bib_change",
+    "content_words",
+    "database_error",
     "detect_mode",
     "import_summary",
     "intent_chip",

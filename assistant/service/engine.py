@@ -40,7 +40,7 @@ from assistant.errors import AssistantError, Cancelled
 from assistant.inference.encoder import Encoder
 from assistant.library.export import paper_to_bibtex
 from assistant.library.importers import import_paths
-from assistant.library.models import ImportReport, Paper
+from assistant.library.models import ImportIssue, ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
 from assistant.retrieval.index import IndexPaths, IndexReport, build_index, load_index_encoder
@@ -118,6 +118,17 @@ def paper_bibtex(paper: Paper) -> str:
 def open_library(path: Path | str) -> Library:
     """A connection to a library file (created when missing); raises ``LibraryOpenError``."""
     return Library(Path(path))
+
+
+def label_new_citations(library: Library, report: ImportReport) -> None:
+    """Label the intents of the citation edges an import added (only unlabelled rows); without
+    the intent model they stay unlabelled and the report says so."""
+    from assistant.retrieval.intent_stage import classify_library_citations
+
+    try:
+        classify_library_citations(library)
+    except Exception as exc:  # model not trained/shipped: the edges stay unlabelled
+        report.issues.append(ImportIssue("", 0, f"citation intents not labelled: {exc}", "warning"))
 
 
 class Service:
@@ -351,6 +362,8 @@ class Service:
             )
             if report.cancelled:
                 raise Cancelled("import cancelled: nothing was imported")
+            if report.citations_added:
+                label_new_citations(self.library, report)
             progress(
                 ProgressEvent(self.library.count(), None, IMPORTED_STAGE, import_summary(report))
             )

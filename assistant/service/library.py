@@ -7,6 +7,7 @@ auto-exports, attachments, citekey patterns, and the table view (:class:`PaperTa
 
 from __future__ import annotations
 
+from assistant.library.duplicates import differences
 from assistant.library.groups import Collection, LibraryEditError, find_collection
 from assistant.library.manager import LibraryManager, PaperDetails
 from assistant.library.table import COLUMNS, PaperTable, View, parse_search
@@ -19,6 +20,7 @@ __all__ = [
     "PaperDetails",
     "PaperTable",
     "View",
+    "differences",
     "find_collection",
     "parse_search",
 ]

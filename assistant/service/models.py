@@ -1,6 +1,35 @@
-"""Which device each model of a recommendation really runs on (``models info --all``, About box)."""
+"""The models of the service: build, import, inspect and list them (``assistant models``), and
+which device each model of a recommendation really runs on (``models info --all``, About box)."""
 
 from __future__ import annotations
+
+from assistant.inference.build import BUILDERS, MissingWeightsError, build_model, import_hf_dir
+from assistant.inference.registry import (
+    DEFAULT_ENCODER,
+    ModelCorruptedError,
+    ModelManifest,
+    list_models,
+)
+from assistant.inference.runtime import ModelLoadError, available_providers, cuda_problems
+from assistant.inference.session import OnnxTextModel, allow_parallel_tokenization
+
+__all__ = [
+    "BUILDERS",
+    "DEFAULT_ENCODER",
+    "MissingWeightsError",
+    "ModelCorruptedError",
+    "ModelLoadError",
+    "ModelManifest",
+    "OnnxTextModel",
+    "allow_parallel_tokenization",
+    "available_providers",
+    "build_model",
+    "cuda_problems",
+    "import_hf_dir",
+    "list_models",
+    "loaded_model_runtimes",
+    "model_runtimes",
+]
 
 
 def model_runtimes(device: str = "auto") -> list[dict]:

@@ -3,32 +3,37 @@ insert (as data the GUI applies), and the analysis of a manuscript. No Qt, no cl
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from assistant.documents import textops
-from assistant.documents.bibfile import (
+from assistant.documents.abbreviations import find_abbreviations
+from assistant.documents.draft import parse_draft
+from assistant.documents.manuscript import (
+    DEFAULT_THRESHOLD,
+    MissingCitation,
+    find_missing_citations,
+    sentence_neighbours,
+)
+from assistant.documents.markers import strip_latex
+from assistant.documents.model import Document
+from assistant.library.bibfile import (
     BibChange,
     apply_bib_change,
     entry_number,
     plan_append,
     read_bib,
 )
-from assistant.documents.bibsync import BibSyncReport, sync_bib
-from assistant.documents.draft import parse_draft
-from assistant.documents.linking import link_references
-from assistant.documents.manuscript import (
-    DEFAULT_THRESHOLD,
-    MissingCitation,
-    find_missing_citations,
-)
-from assistant.documents.markers import strip_latex
-from assistant.documents.model import Document
+from assistant.library.bibsync import BibSyncReport, sync_bib
+from assistant.library.linking import link_references
 from assistant.library.models import Paper
 from assistant.library.store import Library
 from assistant.retrieval.query import Query
 from assistant.service.engine import Service
+
+log = logging.getLogger(__name__)
 
 
 # --- queries ---------------------------------------------------------------------------------
@@ -176,7 +181,7 @@ def sync_manuscript_bib(
     library: Library | None = None,
 ) -> BibSyncReport:
     """On save (GUI) or on request (language server): the ``.bib`` contract of
-    :mod:`assistant.documents.bibsync` -- every cited key the library knows gets its entry, the
+    :mod:`assistant.library.bibsync` -- every cited key the library knows gets its entry, the
     app's entries for keys no longer cited go, unknown keys are reported. ``pending``: entries
     queued by this session's inserts (``key -> BibTeX``, e.g. a key renamed on a clash);
     ``library``: the connection to read (default :meth:`Service.reader`)."""
@@ -255,10 +260,82 @@ def analyse_manuscript(
             except Exception as exc:  # missing index / models: explain, keep going
                 notes.append(f"no recommendations: recommender unavailable: {exc}")
     missing = find_missing_citations(
-        doc,
-        recommender=recommender,
-        k=k,
-        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-        cancelled=cancelled,
+        doc, threshold=DEFAULT_THRESHOLD if threshold is None else threshold
     )
+    if recommender is not None and missing:
+        recommend_for_missing(doc, missing, recommender, k=k, cancelled=cancelled)
     return ManuscriptAnalysis(doc, missing, notes)
+
+
+def recommend_for_missing(
+    doc: Document,
+    missing: list[MissingCitation],
+    recommender,
+    k: int = 5,
+    max_recommend: int = 40,
+    cancelled: Callable[[], bool] | None = None,
+) -> None:
+    """Fill the ``recommendations`` of the ``max_recommend`` highest-scoring ``missing`` sentences
+    with the ``recommender``'s top-``k`` papers (a :class:`~assistant.retrieval.pipeline.Recommender`),
+    excluding papers the document already cites and the manuscript itself."""
+    neighbours = sentence_neighbours(doc)
+    cited = {r.paper_id for r in doc.references if r.paper_id is not None}
+    library = getattr(recommender, "library", None)
+    if library is not None and hasattr(
+        library, "same_work_ids"
+    ):  # the manuscript itself, by DOI or title
+        cited.update(library.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
+    config = getattr(recommender, "config", None)
+    if config is not None:
+        try:
+            config = replace(
+                config, k=k, exclude_ids=tuple(set(getattr(config, "exclude_ids", ())) | cited)
+            )
+        except TypeError:
+            config = None
+    ranked = sorted(missing, key=lambda m: -m.score)[:max_recommend]
+    full_text = " ".join([doc.title, doc.abstract] + [s.text for s in doc.sentences()])
+    defined = tuple(find_abbreviations(full_text).items())
+    for item in ranked:
+        if cancelled is not None and cancelled():
+            break
+        try:
+            context = neighbours.get((item.paragraph, item.sentence), "")
+            query = Query(
+                _query_text(item.sentence, doc.format),
+                mode="local",
+                title=doc.title or None,
+                abstract=doc.abstract or None,
+                context=_query_text(context, doc.format) or None,
+                cited_ids=tuple(sorted(cited)),
+                year=doc.year,
+                abbreviations=defined,
+            )
+            result = (
+                recommender.recommend(query, config=config)
+                if config is not None
+                else recommender.recommend(query)
+            )
+        except Exception as exc:  # one failed query must not lose the whole list
+            log.warning("recommendation failed for %r: %s", item.sentence[:60], exc)
+            continue
+        item.recommendations = [
+            {
+                "paper_id": rec.paper.id,
+                "title": rec.paper.title,
+                "year": rec.paper.year,
+                "doi": rec.paper.doi,
+                "citekey": rec.paper.citekey,
+                "score": round(float(rec.score), 4),
+                "intent": rec.intent,
+            }
+            for rec in result.items[:k]
+        ]
+
+
+def _query_text(sentence: str, fmt: str) -> str:
+    if fmt == "latex":
+        from assistant.documents.draft import _delatex
+
+        return _delatex(sentence)
+    return sentence

@@ -22,6 +22,7 @@ from typing import Any
 
 from assistant.errors import AssistantError
 from assistant.progress import Progress, ProgressEvent
+from assistant.textfile import iter_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -176,21 +177,6 @@ def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
             n += 1
     os.replace(tmp, path)
     return n
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """The non-blank lines of a JSON-lines file as ``(line number, object)``.
-
-    A line that is not JSON raises ``ValueError`` naming ``file:line``.
-    """
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
 
 
 def read_jsonl(path: Path) -> Iterator[dict]:

@@ -255,6 +255,7 @@ def adapt_encoder(
     cancelled: common.CancelledFn | None = None,
 ) -> TrainReport:
     """Fine-tune the bi-encoder on the library, export ONNX and (optionally) re-index."""
+    # long: the trainer's steps in order (data, resume, loop, export, re-index), as reranker.train_reranker
     import torch
     from transformers import AutoModel, AutoTokenizer
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from assistant.errors import AssistantError
+from assistant.evaluation.metrics import classification_metrics
 from assistant.inference.intent import LABELS, normalize_context
 from assistant.training.common import safe_torch_load
 from assistant.training.intent_calibration import cv_bias_gain, fit_class_bias, fit_temperature
@@ -101,7 +102,7 @@ def training_examples(cfg: IntentTrainConfig) -> list[Example]:
 
 def load_scicite(path: Path, limit: int | None = None) -> list[Example]:
     """SciCite JSON lines (``string``, ``label``, optional ``label_confidence``)."""
-    from assistant.training.common import iter_jsonl
+    from assistant.textfile import iter_jsonl
 
     out: list[Example] = []
     for lineno, row in iter_jsonl(path):
@@ -210,37 +211,6 @@ def predict_logits(
     return out
 
 
-def classification_metrics(y_true, y_pred, labels=LABELS) -> dict:
-    """Accuracy, macro-F1, per-class P/R/F1/support and the confusion matrix (scikit-learn)."""
-    from sklearn.metrics import (
-        accuracy_score,
-        confusion_matrix,
-        f1_score,
-        precision_recall_fscore_support,
-    )
-
-    ids = list(range(len(labels)))
-    p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=ids, zero_division=0)
-    return {
-        "n": len(y_true),
-        "accuracy": float(accuracy_score(y_true, y_pred)),
-        "macro_f1": float(f1_score(y_true, y_pred, labels=ids, average="macro", zero_division=0)),
-        "per_class": {
-            lab: {
-                "precision": float(p[i]),
-                "recall": float(r[i]),
-                "f1": float(f[i]),
-                "support": int(s[i]),
-            }
-            for i, lab in enumerate(labels)
-        },
-        "confusion_matrix": {
-            "labels": list(labels),
-            "rows_true_cols_pred": confusion_matrix(y_true, y_pred, labels=ids).tolist(),
-        },
-    }
-
-
 def _atomic_save(obj, path: Path) -> None:
     import torch
 
@@ -251,6 +221,7 @@ def _atomic_save(obj, path: Path) -> None:
 
 def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> dict:
     """Train (resuming from ``work_dir/last.pt`` if present), export, return the summary."""
+    # long: the training loop with its resume, evaluation and checkpoint points in one place
     import torch
     from transformers import AutoTokenizer, get_linear_schedule_with_warmup
 

@@ -209,7 +209,7 @@ def build(intent_model: str | None, out_dir: Path, progress=print) -> dict:
         key=lambda v: v["cv_macro_f1"],
     )
     probs = combine_scores(p_c, q, q_prior, theta, pi, final["b"], final["g"])
-    from assistant.training.intent import classification_metrics
+    from assistant.evaluation.metrics import classification_metrics
 
     metrics = {
         "heldout_pairs": len(held),

@@ -206,6 +206,7 @@ def train_reranker(
     cancelled: common.CancelledFn | None = None,
 ) -> TrainReport:
     """Generate the training set, train (resuming from the work dir's checkpoint), export ONNX."""
+    # long: the trainer's steps in order (data, resume, loop, export), as encoder.adapt_encoder
     import torch
 
     opts = options or RerankerOptions()

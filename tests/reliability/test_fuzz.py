@@ -159,7 +159,7 @@ def _dehyphenate(text: str) -> None:
 
 
 def _bibfile(text: str) -> None:
-    from assistant.documents.bibfile import parse_entries, unclosed_brace_line
+    from assistant.library.bibfile import parse_entries, unclosed_brace_line
 
     parse_entries(text, "fuzz.bib")
     unclosed_brace_line(text)

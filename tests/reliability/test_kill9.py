@@ -109,7 +109,7 @@ def test_kill9_during_bib_append_leaves_file_and_backup_whole(tmp_path, nth):
     bib.write_text(old)
     res = run_killed(
         f"""
-        from assistant.documents.bibfile import append_entry
+        from assistant.library.bibfile import append_entry
         append_entry({str(bib)!r}, "@article{{new, title={{New entry}}}}\\n", backup=True)
         """,
         f"write.replace:{nth}",

@@ -96,7 +96,7 @@ class RoundChecks:
             self._check_export(round_no)
 
     def _check_export(self, round_no: int) -> None:
-        from assistant.documents.bibfile import parse_entries
+        from assistant.library.bibfile import parse_entries
 
         text = self.export.read_text(encoding="utf-8")
         entries, errors = parse_entries(text, str(self.export))

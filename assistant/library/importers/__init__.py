@@ -239,8 +239,8 @@ def _parsed(
 
 
 def _import_pdf(library, path: Path, report: ImportReport) -> None:
-    try:  # imported here: the documents layer imports the library layer
-        from assistant.documents.importer import import_pdf
+    try:  # imported here: PyMuPDF takes ~2 s to import and may be missing
+        from assistant.library.importers.pdf import import_pdf
     except ImportError as exc:  # PyMuPDF missing from a minimal install
         report.issues.append(ImportIssue(str(path), 0, f"PDF import is not available ({exc})"))
         report.skip("pdf import unavailable")
@@ -257,6 +257,7 @@ def _import_pdf(library, path: Path, report: ImportReport) -> None:
         report.files -= sub.files
         return
     # the documents layer's own report: created / paper_id / warnings
+    report.citations_added += getattr(sub, "citations_added", 0)
     if getattr(sub, "created", False):
         report.added += 1
     else:

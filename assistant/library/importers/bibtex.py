@@ -269,6 +269,7 @@ def is_acm_review(entry_type: str, fields: dict[str, str]) -> bool:
 
 def parse_bibtex_text(text: str, source: str) -> ParsedFile:
     """Parse BibTeX text into records plus issues (malformed entries are reported, not fatal)."""
+    # long: one pass over bibtexparser's blocks, each kind of block a few lines
     result = ParsedFile(source, nbytes=len(text))
     library = bibtexparser.parse_string(text)
     strings = _strings(library)

@@ -114,6 +114,7 @@ def parse_zotero_file(path: str | Path) -> ParsedFile:
 
 
 def _read(conn: sqlite3.Connection, tables: set[str], path: Path, result: ParsedFile) -> None:
+    # long: one pass over Zotero's tables (items, fields, creators, attachments, collections)
     deleted = (
         {r[0] for r in _rows(conn, "SELECT itemID FROM deletedItems")}
         if "deletedItems" in tables

@@ -1,13 +1,16 @@
-"""``import_pdf``: add a paper PDF to the library with its citation edges and contexts."""
+"""``import_pdf``: add a paper PDF to the library with its citation edges and contexts.
+
+The new edges' citation intents are labelled by the caller once the import is committed
+(``Service.import_files``; ``ImportReport.citations_added`` says whether there are any)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from assistant.documents.linking import link_references
 from assistant.documents.model import Document, DocumentError, ImportReport
 from assistant.documents.pdf import parse_pdf
+from assistant.library.linking import link_references
 from assistant.library.models import Citation, Paper
 
 log = logging.getLogger(__name__)
@@ -29,14 +32,11 @@ def document_to_paper(doc: Document, path: Path) -> Paper:
     )
 
 
-def import_pdf(
-    library, path: str | Path, document: Document | None = None, label_intents: bool = True
-) -> ImportReport:
+def import_pdf(library, path: str | Path, document: Document | None = None) -> ImportReport:
     """Parse ``path``, add (or merge) the paper, link its references and add citation edges.
 
     Raises :class:`DocumentError` for unreadable files and for PDFs with neither a title nor
     references (nothing sensible to add). Re-importing the same PDF adds no duplicate edges.
-    New edges get their citation intent from the intent stage when its model is available.
     """
     path = Path(path)
     doc = document or parse_pdf(path)
@@ -76,8 +76,6 @@ def import_pdf(
             )
             existing_ids.add(pid)
             added += 1
-    if added and label_intents:
-        _label_intents(library, warnings)
     unmatched = [r for r in doc.references if r.paper_id is None]
     return ImportReport(
         path=str(path),
@@ -92,15 +90,3 @@ def import_pdf(
         warnings=warnings,
         partial=doc.partial,
     )
-
-
-def _label_intents(library, warnings: list[str]) -> None:
-    """Label the new citation contexts' intents (only unlabelled rows); a missing model is a warning."""
-    try:
-        from assistant.retrieval.intent_stage import classify_library_citations
-    except ImportError:
-        return
-    try:
-        classify_library_citations(library)
-    except Exception as exc:  # model not trained/shipped yet: the edges stay unlabelled
-        warnings.append(f"citation intents not labelled: {exc}")

@@ -117,6 +117,7 @@ def run_scale_bench(
     say: Callable[[str], None] = lambda m: None,
 ) -> dict:
     """Build an ``n``-paper synthetic library in ``workdir`` and measure it (module docstring)."""
+    # long: a benchmark script: one measured step after another (import, index, queries, RSS, disk)
     from assistant.config import index_dir_for
     from assistant.library.importers import import_paths
     from assistant.library.store import Library

@@ -24,7 +24,7 @@ from pathlib import Path
 import bibtexparser
 
 from assistant.documents import textops
-from assistant.documents.bibfile import (
+from assistant.library.bibfile import (
     BibFileError,
     _read,
     _rename_entry,

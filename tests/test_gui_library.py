@@ -227,23 +227,23 @@ def test_search_and_cite_picker_inserts_like_a_recommendation(qtbot, db, tmp_pat
     win = MainWindow(AppSettings(library_path=str(db), first_run_done=True))
     win.quiet_close = True
     qtbot.addWidget(win)
-    win.start(prepare=False)
+    win.jobs.start(prepare=False)
     draft = tmp_path / "draft.tex"
     draft.write_text(
         "\\documentclass{article}\n\\begin{document}\nWe expand queries. \n\n"
         "\\bibliography{refs}\n\\end{document}\n",
         encoding="utf-8",
     )
-    editor = win.open_file(draft)
+    editor = win.documents.open_file(draft)
     pos = editor.toPlainText().index("queries.") + len("queries")
     editor.select_range(pos, pos)
-    picker = win.search_and_cite()
+    picker = win.citations.search_and_cite()
     qtbot.keyClicks(picker.search_edit, "query expan")
     qtbot.waitUntil(lambda: picker.results.count() == 1, timeout=3000)
     qtbot.keyClick(picker.search_edit, Qt.Key.Key_Return)
     assert "We expand queries~\\cite{koci2018query}." in editor.toPlainText()
     assert not (tmp_path / "refs.bib").exists()  # the .bib entry is written when the draft is saved
-    assert win.save_current()
+    assert win.documents.save_current()
     assert "@article{koci2018query," in (tmp_path / "refs.bib").read_text()
     # the table's "Cite" (double click / context menu) goes the same way
     win.library_panel.select_paper(win.library_panel.library.get_by_citekey("smith2020axioms").id)

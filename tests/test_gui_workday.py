@@ -35,7 +35,7 @@ def empty_window(qtbot, tmp_path):
     win.quiet_close = True
     qtbot.addWidget(win)
     win.show()
-    win.start(prepare=False)
+    win.jobs.start(prepare=False)
     return win
 
 
@@ -54,7 +54,7 @@ def test_papers_show_when_the_import_commits_then_indexing_is_a_job_of_its_own(
 
     win.runner.stage_reached.connect(on_stage)
     with qtbot.waitSignal(win.engine_ready, timeout=600_000) as ready:
-        win.import_library([bib])
+        win.jobs.import_library([bib])
     assert shown["rows"] == 3 and "3 papers" in shown["count"], shown
     assert "Imported: 3 added" in win.library_panel.count_label.text()
     assert ready.args[0].embedded == 3
@@ -74,13 +74,15 @@ def test_recommend_without_an_index_falls_back_to_keywords_and_offers_index_now(
     with Library(win.engine.db_path) as lib:  # another program imported; nobody indexed
         import_paths(lib, [bib])
     win.library_panel.refresh()
-    win._show_index_state()
+    win.jobs.show_index_state()
     assert win.library_panel.stale_bar.isVisible()
     assert "No search index yet: 3 papers" in win.library_panel.stale_label.text()
     assert win.library_panel.index_now_button.isVisible()
-    win.current_editor().setPlainText("Click models estimate position bias in web search.")
+    win.documents.current_editor().setPlainText(
+        "Click models estimate position bias in web search."
+    )
     with qtbot.waitSignal(win.recommendations_ready, timeout=60_000) as done:
-        win.recommend()
+        win.recommender.recommend()
     result = done.args[0]
     assert result.items and result.items[0].paper.citekey == "a3"
     assert "keyword (BM25)" in win.results_panel.header.text()
@@ -102,7 +104,7 @@ def test_progress_message_is_never_clipped(qtbot):
 
 
 def test_index_notice_never_counts_negative_papers():
-    from assistant.gui.main_window import index_notice
+    from assistant.gui.anchoring import index_notice
 
     show, text = index_notice(175, 176, True, True)
     assert show and "-1" not in text and "1 paper removed or merged" in text
@@ -136,8 +138,8 @@ def _rec(n: int, intent="method", conf=0.9, title=None):
 def _open(win, tmp_path: Path, text: str):
     path = tmp_path / "draft.tex"
     path.write_text(text, encoding="utf-8")
-    editor = win.open_file(path)
-    win.set_bib_path(editor.state, tmp_path / "refs.bib")
+    editor = win.documents.open_file(path)
+    win.citations.set_bib_path(editor.state, tmp_path / "refs.bib")
     return editor
 
 
@@ -214,7 +216,7 @@ def test_cited_status_goes_away_when_the_insert_is_undone(empty_window, qtbot, t
     editor.select_range(text.index("works"), text.index("works"))
     win.results_panel.set_results([_rec(1)], "results")
     qtbot.waitUntil(win.results_panel.is_complete)
-    assert win.insert_result(1)
+    assert win.citations.insert_result(1)
     assert win.status_label.text().startswith("Cited karpukhin2020dense1")
     editor.undo()
     assert "\\cite{" not in editor.toPlainText()
@@ -245,7 +247,7 @@ def test_one_click_in_the_flagged_list_navigates(empty_window, qtbot, tmp_path):
     editor = _open(win, tmp_path, text)
     start = text.index("Second")
     editor.set_marks([MarginMark(start, text.index("there.") + 6, "Missing citation?")])
-    win.show_flagged(editor)
+    win.flagged.show_flagged(editor)
     went = []
     win.flagged_list.activated.connect(went.append)
     item = win.flagged_list.list.item(0)
@@ -260,30 +262,32 @@ def test_results_are_not_silently_inserted_into_another_sentence(empty_window, q
         "\\begin{document}\nDense retrieval works well. Click models need logs.\n\\end{document}\n"
     )
     editor = _open(win, tmp_path, text)
-    from assistant.gui.main_window import Anchor
+    from assistant.gui.anchoring import Anchor
 
     first = text.index("Dense")
     end = text.index("well.") + 5
-    win.anchor = Anchor(editor, first, end, text[first:end])  # results computed for sentence 1
+    win.citations.anchor = Anchor(
+        editor, first, end, text[first:end]
+    )  # results computed for sentence 1
     win.results_panel.set_results([_rec(1), _rec(2)], "results")
     qtbot.waitUntil(win.results_panel.is_complete)
     editor.select_range(text.index("logs"), text.index("logs"))  # the caret moved on
-    assert win.insert_result(1)
+    assert win.citations.insert_result(1)
     out = editor.toPlainText()
     assert out.index("\\cite{karpukhin2020dense1}") < out.index("Click")  # in sentence 1
-    assert win.insert_result(2)  # the list's next result goes to the same sentence
+    assert win.citations.insert_result(2)  # the list's next result goes to the same sentence
     out = editor.toPlainText()
     assert out.index("karpukhin2020dense2") < out.index("Click")
     editor.select_range(out.index("Dense"), out.index("Dense") + 5)
     editor.insertPlainText("Sparse")  # the sentence itself was edited: refuse, say so
     before = editor.toPlainText()
-    assert not win.insert_result(1)
+    assert not win.citations.insert_result(1)
     assert editor.toPlainText() == before
     assert "was edited" in win.results_panel.header.text()
 
 
 def test_help_is_a_real_page_and_global_shows_title_and_abstract(empty_window):
-    from assistant.gui.main_window import shown_query
+    from assistant.gui.anchoring import shown_query
     from assistant.gui.menus import show_shortcuts
     from assistant.service import Query
 

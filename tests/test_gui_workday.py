@@ -185,7 +185,7 @@ def test_library_side_panel_lays_out_without_clipped_labels(qtbot, tmp_path, wid
     panel.set_library_path(db)
     panel.manager.create_collection("Thesis")
     panel.refresh()
-    panel.select_paper(panel.model.paper_id(0))
+    panel.browser.select_paper(panel.model.paper_id(0))
     qtbot.wait(50)
     assert _clipped(panel) == []
     panel.close_library()
@@ -327,7 +327,7 @@ def test_merge_asks_with_a_field_by_field_choice_and_old_keys_find_the_record(du
     from assistant.gui.library_dialogs import CitePicker
 
     panel = dup_panel
-    dialog = panel.duplicates_dialog()
+    dialog = panel.curation.duplicates_dialog()
     top = dialog.tree.topLevelItem(0)
     rows = [top.child(i) for i in range(top.childCount())]
     rows = [r for r in rows if r.data(0, Qt.ItemDataRole.UserRole)]  # not the evidence rows
@@ -364,25 +364,25 @@ def test_citekey_pattern_pin_regenerate_and_tags_in_the_window(dup_panel):
 
     panel = dup_panel
     first = panel.model.paper_id(0)
-    panel.select_paper(first)
+    panel.browser.select_paper(first)
     old_key = panel.library.get(first).citekey
-    assert panel.set_pinned_selected(True) == 1 and panel.library.get(first).pinned
+    assert panel.curation.set_pinned_selected(True) == 1 and panel.library.get(first).pinned
     dialog = CitekeyDialog(panel.manager, [first], panel)
     dialog.pattern_edit.setText("[auth]_[year]")
     renamed = dialog.regenerate(None)
     assert renamed and panel.manager.citekey_pattern() == "[auth]_[year]"
     assert panel.library.get(first).citekey == old_key  # pinned: unchanged
     assert all("_" in new for _old, new in renamed)
-    panel.set_pinned_selected(False)
-    assert panel.regenerate_keys([first]) and "_" in panel.library.get(first).citekey
-    assert panel.add_tag_to_selected("to-read") == 1
+    panel.curation.set_pinned_selected(False)
+    assert panel.curation.regenerate_keys([first]) and "_" in panel.library.get(first).citekey
+    assert panel.curation.add_tag_to_selected("to-read") == 1
     assert "to-read" in panel.manager.details(first).tags
-    assert panel.select_node("tag", "to-read") and panel.model.rowCount() == 1
-    panel.select_node("all")
-    panel.select_paper(first)
-    assert panel.remove_tag_from_selected("to-read") == 1
+    assert panel.collections.select_node("tag", "to-read") and panel.model.rowCount() == 1
+    panel.collections.select_node("all")
+    panel.browser.select_paper(first)
+    assert panel.curation.remove_tag_from_selected("to-read") == 1
     assert "to-read" not in panel.manager.details(first).tags
-    menu = panel.context_menu()
+    menu = panel.edits.context_menu()
     labels = [a.text() for a in menu.actions()]
     assert "Add a tag…" in labels and "Regenerate the key(s)" in labels
     menu.deleteLater()
@@ -394,4 +394,4 @@ def test_export_library_menu(empty_window, tmp_path):
     assert "&Export library…" in titles and "Citation &keys (pattern, regenerate)…" in titles
     out = tmp_path / "all.bib"
     win.library_panel.ask_save_path = lambda: str(out)
-    assert win.library_panel.export_papers() == 0 or out.exists()
+    assert win.library_panel.edits.export_papers() == 0 or out.exists()

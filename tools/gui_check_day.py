@@ -132,7 +132,7 @@ def phase_b(window) -> None:
     from assistant.gui.library_dialogs import CitePicker
 
     panel = window.library_panel
-    dialog = panel.duplicates_dialog()
+    dialog = panel.curation.duplicates_dialog()
     dialog.resize(900, 400)
     shot(dialog, "b-duplicates.png")
     top = dialog.tree.topLevelItem(0)
@@ -169,7 +169,7 @@ def phase_b(window) -> None:
     )
     shot(picker, "b-picker-old-key.png")
     picker.close()
-    keys_dialog = panel.citekey_dialog()
+    keys_dialog = panel.curation.citekey_dialog()
     shot(keys_dialog, "b-citekeys.png")
     keys_dialog.close()
     out = OUT / "library-export.bib"
@@ -193,7 +193,7 @@ def phase_c(window, tag: str) -> None:
     window.findChild(QDockWidget, "Library").raise_()
     panel = window.library_panel
     if panel.model.rowCount():
-        panel.select_paper(panel.model.paper_id(0))
+        panel.browser.select_paper(panel.model.paper_id(0))
 
     pump(500)
     REPORT[f"library_panel_width_{tag}"] = panel.width()

@@ -199,11 +199,13 @@ class MainWindow(QMainWindow):
         self._action(
             lib_menu,
             "&Export library…",
-            lambda: panel.export_papers(),
+            lambda: panel.edits.export_papers(),
             tip="Write the whole library as BibTeX, RIS or CSL-JSON (by the file's extension)",
         )
-        self._action(lib_menu, "Find &duplicates…", panel.duplicates_dialog)
-        self._action(lib_menu, "Citation &keys (pattern, regenerate)…", panel.citekey_dialog)
+        self._action(lib_menu, "Find &duplicates…", panel.curation.duplicates_dialog)
+        self._action(
+            lib_menu, "Citation &keys (pattern, regenerate)…", panel.curation.citekey_dialog
+        )
         lib_menu.addSeparator()
         self._action(lib_menu, "&Rebuild index", jobs.rebuild_index)
         self._action(
@@ -409,7 +411,7 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event) -> None:
-        if not self.library_panel.save_pending_edits() or not self.documents.maybe_save_all():
+        if not self.library_panel.edits.save_pending_edits() or not self.documents.maybe_save_all():
             event.ignore()
             return
         self._store_filters()

@@ -1,5 +1,6 @@
-"""The base of the main window's controllers: each owns one thing the window does (documents,
-citations, recommending, library jobs, flagged sentences) and is composed by ``MainWindow``."""
+"""The bases of the controllers of the main window and of the library panel: each controller
+owns one thing its widget does (the window: documents, citations, recommending, library jobs,
+flagged sentences; the panel: browsing, collections, editing, curation) and is composed by it."""
 
 from __future__ import annotations
 
@@ -50,3 +51,40 @@ class WindowPart:
 
     def show_error(self, *args, **kwargs):
         return self.window.show_error(*args, **kwargs)
+
+
+class PanelPart:
+    """One part of the library panel's behaviour, composed by ``LibraryPanel``. The panel's
+    library and manager are read on each use (another library may be opened)."""
+
+    def __init__(self, panel) -> None:
+        self.panel = panel
+
+    @property
+    def manager(self):
+        return self.panel.manager
+
+    @property
+    def library(self):
+        return self.panel.library
+
+    @property
+    def model(self):
+        return self.panel.model
+
+    @property
+    def table(self):
+        return self.panel.table
+
+    @property
+    def count_label(self):
+        return self.panel.count_label
+
+    def selected_ids(self) -> list[int]:
+        return self.panel.browser.selected_ids()
+
+    def run_op(self, func, *args):
+        return self.panel.run_op(func, *args)
+
+    def after_change(self, keep_order: bool = False) -> None:
+        self.panel.after_change(keep_order)

@@ -96,7 +96,7 @@ class RecommendController(WindowPart):
         filters = self.results_panel.filter_values()
         max_year = filters["year_max"] if filters["year_max"] < 2100 else None
         intent = filters["intent"] or None
-        only_collection = self.library_panel.recommend_collection
+        only_collection = self.library_panel.collections.recommend_collection
 
         def job(progress, cancelled):
             config = replace(self.engine.default_config(), k=k + extra, exclude_cited=False)
@@ -143,7 +143,7 @@ class RecommendController(WindowPart):
         for warning in getattr(result, "warnings", None) or []:
             header += f"<br><span style='color:#b26a00'>⚠ {_esc(warning)}</span>"
         self.results_panel.limit = self.settings.k
-        self.results_panel.scope_note = self.library_panel.recommend_scope_note()
+        self.results_panel.scope_note = self.library_panel.collections.recommend_scope_note()
         self.results_panel.set_results(
             result.items, header, cited, query_text=result.query.display_text()
         )

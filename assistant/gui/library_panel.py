@@ -41,7 +41,7 @@ from assistant.gui.library_collections import CollectionsSidebar
 from assistant.gui.library_edit import LibraryEditing
 from assistant.gui.library_model import PAPER_ID_ROLE, PaperTableModel
 from assistant.gui.paper_editor import PaperEditor
-from assistant.gui.results_panel import _esc
+from assistant.gui.result_card import _esc
 
 __all__ = ["PAPER_ID_ROLE", "LibraryPanel", "paper_html"]
 NARROW_BELOW = 520  # px: below this the sidebar sits above the table

@@ -51,6 +51,9 @@ INDEX_BATCH = 8
 
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
+#: the settings the engine is built from: a change replaces the engine
+ENGINE_SETTINGS = ("db_path", "encoder", "device", "reranker", "ranker", "my_names", "use_intent")
+
 
 class MainWindow(QMainWindow):
     """Cite-Assist's main window. Every slow call runs on the engine thread (``self.runner``)."""
@@ -341,22 +344,8 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self)
         if dialog.exec():
             new = dialog.result_settings()
-            engine_changed = (
-                new.db_path,
-                new.encoder,
-                new.device,
-                new.reranker,
-                new.ranker,
-                new.my_names,
-                new.use_intent,
-            ) != (
-                self.settings.db_path,
-                self.settings.encoder,
-                self.settings.device,
-                self.settings.reranker,
-                self.settings.ranker,
-                self.settings.my_names,
-                self.settings.use_intent,
+            engine_changed = any(
+                getattr(new, name) != getattr(self.settings, name) for name in ENGINE_SETTINGS
             )
             self.settings = new
             self.results_panel.exclude_cited.setChecked(new.exclude_cited)

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from assistant.gui.anchoring import Anchor, shown_query
 from assistant.gui.parts import WindowPart
-from assistant.gui.results_panel import _esc
+from assistant.gui.result_card import _esc
 from assistant.service import query_for_selection, textops
 
 

@@ -87,19 +87,21 @@ def sample_window(qtbot, tmp_path):
     win = MainWindow(AppSettings(library_path=str(db), first_run_done=True))
     win.quiet_close = True
     qtbot.addWidget(win)
-    win.start(prepare=False)
+    win.jobs.start(prepare=False)
     return win
 
 
 def _insert(win, key: str, after: str) -> None:
     from assistant.retrieval.pipeline import Recommendation
 
-    editor = win.current_editor()
+    editor = win.documents.current_editor()
     at = editor.toPlainText().index(after) + len(after)
     editor.select_range(at, at)
     paper = win.library_panel.library.get_by_citekey(key)
     assert paper is not None, key
-    assert win.insert_recommendation(Recommendation(paper, 1.0, {}, {}, "background", 0.9, {}))
+    assert win.citations.insert_recommendation(
+        Recommendation(paper, 1.0, {}, {}, "background", 0.9, {})
+    )
 
 
 def _check_bib(bib: Path, draft: Path, style: str) -> list[str]:
@@ -111,13 +113,13 @@ def _check_bib(bib: Path, draft: Path, style: str) -> list[str]:
 
 
 def _open_insert_two_undo_one_save(win, draft: Path, anchors: list[str], keys: list[str]):
-    editor = win.open_file(draft)
+    editor = win.documents.open_file(draft)
     assert editor is not None
     before = cited_keys(editor.toPlainText(), editor.state.style)
     _insert(win, keys[0], anchors[0])
     _insert(win, keys[1], anchors[1])
     editor.undo()  # the second insert goes
-    assert win.save_current()
+    assert win.documents.save_current()
     after = cited_keys(draft.read_text(encoding="utf-8"), editor.state.style)
     assert after == [*before, keys[0]] or sorted(after) == sorted([*before, keys[0]])
     return editor

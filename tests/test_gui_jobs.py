@@ -47,14 +47,14 @@ def window(qtbot, sample_home, tmp_path):
     qtbot.addWidget(win)
     win.show()
     with qtbot.waitSignal(win.engine_ready, timeout=300_000):
-        win.start()
+        win.jobs.start()
     return win
 
 
 def _open(win, tmp_path: Path, sentence: str):
     path = tmp_path / f"draft{len(list(tmp_path.glob('draft*.tex')))}.tex"
     path.write_text(f"\\begin{{document}}\n{sentence} More text.\n\\end{{document}}\n")
-    editor = win.open_file(path)
+    editor = win.documents.open_file(path)
     start = editor.toPlainText().index(sentence)
     editor.select_range(start, start + len(sentence))
     return editor
@@ -64,7 +64,7 @@ def test_background_jobs_block_recommend(window, qtbot, tmp_path):
     """Defect 3: during Rebuild index / Adapt, Recommend waited for the whole job."""
     _open(window, tmp_path, "Click models estimate position bias from search logs.")
     with qtbot.waitSignal(window.recommendations_ready, timeout=120_000):
-        window.recommend()
+        window.recommender.recommend()
     assert window.results_panel.cards or not window.results_panel.is_complete()
     release, holding = threading.Event(), threading.Event()
 
@@ -80,7 +80,7 @@ def test_background_jobs_block_recommend(window, qtbot, tmp_path):
         _open(window, tmp_path, "Interleaving compares two rankers online with user clicks.")
         generation = None
         with qtbot.waitSignal(window.recommendations_ready, timeout=60_000) as blocker:
-            generation = window.recommend()
+            generation = window.recommender.recommend()
             assert window.results_panel.cards == []  # the old cards went with the new query
         assert generation is not None
         assert window.runner.is_busy("engine")  # the job is still running
@@ -109,7 +109,7 @@ def test_import_cancel_says_cancelled(window, qtbot, monkeypatch):
         timeout=120_000,
         check_params_cb=lambda ch, busy: ch == "engine" and not busy,
     ):
-        window.import_library([FIXTURES / "good.bib"])
+        window.jobs.import_library([FIXTURES / "good.bib"])
     after = window.engine.library.count()
     assert after > before
     status = window.status_label.text()

@@ -46,7 +46,7 @@ def _column(panel, key: str) -> list[str]:
 
 def _select(panel, citekey: str) -> None:
     paper = panel.library.get_by_citekey(citekey)
-    assert panel.select_paper(paper.id)
+    assert panel.browser.select_paper(paper.id)
 
 
 def test_whole_library_sorted_and_searched_in_sql(panel, qtbot):
@@ -75,13 +75,13 @@ def test_whole_library_sorted_and_searched_in_sql(panel, qtbot):
 
 def test_column_chooser(panel):
     assert "doi" not in panel.model.columns
-    panel.toggle_column("doi", True)
+    panel.browser.toggle_column("doi", True)
     assert "DOI" in [
         panel.model.headerData(i, Qt.Orientation.Horizontal)
         for i in range(panel.model.columnCount())
     ]
     assert "10.1145/3000000.3000001" in _column(panel, "doi")
-    panel.toggle_column("venue", False)
+    panel.browser.toggle_column("venue", False)
     assert "venue" not in panel.model.columns
 
 
@@ -128,7 +128,7 @@ def test_edits_are_never_dropped_when_the_selection_or_the_view_changes(panel, q
     _select(panel, "koll1978weird")
     assert "koci2018query" in asked[0] and "is not a year" in asked[0]
     assert editor.paper.citekey == "koci2018query" and editor.inputs["year"].text() == "20x8"
-    assert panel.selected_ids() == [panel.library.get_by_citekey("koci2018query").id]
+    assert panel.browser.selected_ids() == [panel.library.get_by_citekey("koci2018query").id]
     panel.confirm = lambda title, text: True  # discard
     _select(panel, "koll1978weird")
     assert editor.paper.citekey == "koll1978weird"
@@ -154,39 +154,47 @@ def test_delete_to_trash_undo_and_confirmed_empty(panel, qtbot):
     qtbot.mouseClick(panel.undo_button, Qt.MouseButton.LeftButton)
     assert panel.model.rowCount() == total and panel.library.get_by_citekey("koci2018query")
     _select(panel, "koci2018query")
-    panel.trash_selected()
-    assert panel.select_node("trash") and panel.model.rowCount() == 1
+    panel.edits.trash_selected()
+    assert panel.collections.select_node("trash") and panel.model.rowCount() == 1
     panel.confirm = lambda title, text: False
-    assert panel.empty_trash() == 0 and panel.model.rowCount() == 1  # refused: nothing deleted
+    assert (
+        panel.edits.empty_trash() == 0 and panel.model.rowCount() == 1
+    )  # refused: nothing deleted
     panel.confirm = lambda title, text: "for good" in text
-    assert panel.empty_trash() == 1 and panel.model.rowCount() == 0
+    assert panel.edits.empty_trash() == 1 and panel.model.rowCount() == 0
 
 
 def test_collections_sidebar_and_context_menu(panel, tmp_path):
     panel.ask_text = lambda title, label: "Related work"
-    cid = panel.new_collection()
+    cid = panel.collections.new_collection()
     _select(panel, "koci2018query")
-    labels = [a.text() for a in panel.context_menu().actions()]
+    labels = [a.text() for a in panel.edits.context_menu().actions()]
     assert labels[:5] == ["Cite", "Open PDF", "Edit", "Copy BibTeX", "Export selection…"]
-    menu = next(a.menu() for a in panel.context_menu().actions() if a.text() == "Add to collection")
+    menu = next(
+        a.menu() for a in panel.edits.context_menu().actions() if a.text() == "Add to collection"
+    )
     next(a for a in menu.actions() if a.text() == "Related work").trigger()
-    assert panel.select_node("collection", cid) and _column(panel, "citekey") == ["koci2018query"]
+    assert panel.collections.select_node("collection", cid) and _column(panel, "citekey") == [
+        "koci2018query"
+    ]
     out = tmp_path / "sel.ris"
     panel.ask_save_path = lambda: str(out)
     panel.table.selectAll()
-    assert panel.export_papers(ids=panel.selected_ids()) == 1
+    assert panel.edits.export_papers(ids=panel.browser.selected_ids()) == 1
     assert "ID  - koci2018query" in out.read_text()
     sync = tmp_path / "sync.bib"
     panel.ask_save_path = lambda: str(sync)
-    assert panel.auto_export(cid) == str(sync.resolve())
+    assert panel.collections.auto_export(cid) == str(sync.resolve())
     assert sync.read_text().startswith("@article{koci2018query,")
-    panel.set_recommend_collection(cid)
-    assert panel.recommend_collection == cid and "Related work" in panel.count_label.text()
-    assert panel.remove_selected_from_collection() == 1 and panel.model.rowCount() == 0
+    panel.collections.set_recommend_collection(cid)
+    assert (
+        panel.collections.recommend_collection == cid and "Related work" in panel.count_label.text()
+    )
+    assert panel.collections.remove_selected_from_collection() == 1 and panel.model.rowCount() == 0
     assert sync.read_text() == ""  # the collection's file follows its membership
-    panel.select_node("all")
+    panel.collections.select_node("all")
     _select(panel, "koci2018query")
-    assert not panel.open_pdf() and "No PDF" in panel.count_label.text()
+    assert not panel.edits.open_pdf() and "No PDF" in panel.count_label.text()
 
 
 def test_duplicates_dialog_merges_a_group(panel):
@@ -194,7 +202,7 @@ def test_duplicates_dialog_merges_a_group(panel):
 
     # the ACM copies with different DOIs are two works each; the curation fixture has one pair
     import_paths(panel.library, [FIX / "curation.bib"])
-    dialog = panel.duplicates_dialog()
+    dialog = panel.curation.duplicates_dialog()
     asked = []
 
     def confirm(keep, ids):  # the merge dialog, answered "Merge" with its default choices
@@ -227,27 +235,29 @@ def test_search_and_cite_picker_inserts_like_a_recommendation(qtbot, db, tmp_pat
     win = MainWindow(AppSettings(library_path=str(db), first_run_done=True))
     win.quiet_close = True
     qtbot.addWidget(win)
-    win.start(prepare=False)
+    win.jobs.start(prepare=False)
     draft = tmp_path / "draft.tex"
     draft.write_text(
         "\\documentclass{article}\n\\begin{document}\nWe expand queries. \n\n"
         "\\bibliography{refs}\n\\end{document}\n",
         encoding="utf-8",
     )
-    editor = win.open_file(draft)
+    editor = win.documents.open_file(draft)
     pos = editor.toPlainText().index("queries.") + len("queries")
     editor.select_range(pos, pos)
-    picker = win.search_and_cite()
+    picker = win.citations.search_and_cite()
     qtbot.keyClicks(picker.search_edit, "query expan")
     qtbot.waitUntil(lambda: picker.results.count() == 1, timeout=3000)
     qtbot.keyClick(picker.search_edit, Qt.Key.Key_Return)
     assert "We expand queries~\\cite{koci2018query}." in editor.toPlainText()
     assert not (tmp_path / "refs.bib").exists()  # the .bib entry is written when the draft is saved
-    assert win.save_current()
+    assert win.documents.save_current()
     assert "@article{koci2018query," in (tmp_path / "refs.bib").read_text()
     # the table's "Cite" (double click / context menu) goes the same way
-    win.library_panel.select_paper(win.library_panel.library.get_by_citekey("smith2020axioms").id)
-    assert win.library_panel.cite_selected()
+    win.library_panel.browser.select_paper(
+        win.library_panel.library.get_by_citekey("smith2020axioms").id
+    )
+    assert win.library_panel.edits.cite_selected()
     assert "smith2020axioms" in editor.toPlainText()
 
 

@@ -24,7 +24,7 @@ def test_window_refreshes_after_a_cli_import_and_keeps_its_wal(qtbot, tmp_path):
     win = MainWindow(AppSettings(library_path=str(db), first_run_done=True))
     win.quiet_close = True
     qtbot.addWidget(win)
-    win.start(prepare=False)
+    win.jobs.start(prepare=False)
     panel = win.library_panel
     assert panel.model.rowCount() == 1
     win.library_watch.poll()  # remembers the version

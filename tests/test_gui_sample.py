@@ -99,7 +99,7 @@ def test_sample_window_sets_up_library_and_draft(qtbot, isolated_home):
         pass
     status = blocker.args[0]
     assert status.papers == status.embedded > 100
-    state = window.current_state()
+    state = window.documents.current_state()
     assert state.path == (isolated_home / "sample" / "draft.tex").resolve()
     assert state.bib_path == (isolated_home / "sample" / "library.bib").resolve()
     assert sample.SAMPLE_DRAFT.read_text(encoding="utf-8") == state.path.read_text(encoding="utf-8")

@@ -54,7 +54,7 @@ def test_first_run_guide_on_empty_library(qtbot):
     win = MainWindow(AppSettings())
     win.quiet_close = True
     qtbot.addWidget(win)
-    win.start(prepare=False)
+    win.jobs.start(prepare=False)
     dialog = maybe_show_first_run(win)
     assert isinstance(dialog, FirstRunDialog) and dialog.isVisible()
     assert load_settings().first_run_done  # shown once
@@ -69,7 +69,7 @@ def test_a_library_path_that_is_not_a_library_shows_an_error(qtbot, tmp_path):
     win = MainWindow(AppSettings(library_path=str(notes), first_run_done=True))
     win.quiet_close = True
     qtbot.addWidget(win)
-    win.start()
+    win.jobs.start()
     assert (
         win.last_error_dialog is not None
         and "not a Cite-Assist library" in win.last_error_dialog.text()

@@ -55,7 +55,7 @@ def window(qtbot, gui_library):
     qtbot.addWidget(win)
     win.show()
     with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS):
-        win.start()
+        win.jobs.start()
     assert win.last_error_dialog is None, win.last_error_dialog and win.last_error_dialog.text()
     return win
 
@@ -82,7 +82,7 @@ def _open_draft(win, tmp_path: Path, sentence: str):
         + " We build on this line of work.\n\n\\bibliography{refs}\n\\end{document}\n",
         encoding="utf-8",
     )
-    editor = win.open_file(draft)
+    editor = win.documents.open_file(draft)
     assert editor is not None and editor.state.bib_path == (tmp_path / "refs.bib").resolve()
     text = editor.toPlainText()
     start = text.index(sentence)
@@ -136,7 +136,7 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
 
     with Heartbeat() as beat:
         with qtbot.waitSignal(window.recommendations_ready, timeout=RESULT_TIMEOUT_MS) as blocker:
-            assert window.recommend() is not None
+            assert window.recommender.recommend() is not None
         qtbot.waitUntil(window.results_panel.is_complete, timeout=5000)
         qtbot.wait(20)
     result = blocker.args[0]
@@ -191,7 +191,7 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
     card.insert_button.click()  # a second insert adds no second key and no duplicate entry
     assert editor.toPlainText().count(target.citekey) == 1
     assert "Cited" in window.status_label.text()
-    assert window.save_current()
+    assert window.documents.save_current()
     assert [e.key for e in read_bib(bib)] == [target.citekey]
 
     # filters: the paper is now cited -> hidden by "Hide cited"
@@ -205,7 +205,7 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
     assert target.citekey in [c.rec.paper.citekey for c in panel.cards]
 
     # copy BibTeX
-    copied = window.copy_bibtex(card.rec)
+    copied = window.citations.copy_bibtex(card.rec)
     from PySide6.QtGui import QGuiApplication
 
     assert QGuiApplication.clipboard().text() == copied and target.citekey in copied
@@ -221,11 +221,11 @@ def test_newer_request_replaces_older(window, qtbot, tmp_path, gui_library):
     editor.select_range(
         first, first + len("Information retrieval systems help people find documents.")
     )
-    gen1 = window.recommend()
+    gen1 = window.recommender.recommend()
     second = text.index("Prior work")
     editor.select_range(second, second + 20)
     editor.select_range(second, second)  # cursor only: the sentence around it
-    gen2 = window.recommend()
+    gen2 = window.recommender.recommend()
     assert gen2 == gen1 + 1
     qtbot.waitUntil(lambda: len(received) >= 1, timeout=RESULT_TIMEOUT_MS)
     qtbot.waitUntil(lambda: not window.runner.is_busy("recommend"), timeout=RESULT_TIMEOUT_MS)
@@ -239,7 +239,7 @@ def test_corrupt_pdf_import_shows_error(window, qtbot, tmp_path):
     bad.write_bytes(b"%PDF-1.7\n" + b"\x00\xffgarbage" * 200)
     tabs_before = window.tabs.count()
     with qtbot.waitSignal(window.error_shown, timeout=60_000):
-        window.import_pdf(bad)
+        window.documents.import_pdf(bad)
     box = window.last_error_dialog
     assert box is not None and box.isVisible()
     assert "broken-manuscript.pdf" in box.text()
@@ -285,9 +285,9 @@ def test_highlighter_marks_citations(qtbot):
 def test_manuscript_pdf_import_shows_text_citations_and_marks(window, qtbot, acm_dev_dir):
     pdf = sorted(acm_dev_dir.glob("*/*.pdf"))[0]
     before = window.tabs.count()
-    window.import_pdf(pdf)
+    window.documents.import_pdf(pdf)
     qtbot.waitUntil(lambda: window.tabs.count() == before + 1, timeout=120_000)
-    editor = window.current_editor()
+    editor = window.documents.current_editor()
     assert editor.state.read_only and pdf.name in window.tabs.tabText(window.tabs.currentIndex())
     text = editor.toPlainText()
     assert len(text) > 5000
@@ -313,11 +313,11 @@ def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):
     win.quiet_close = True
     qtbot.addWidget(win)
     with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS):
-        win.start()
+        win.jobs.start()
     assert win.library_panel.model.rowCount() == 0
-    win.current_editor().setPlainText("Query expansion improves recall.")
+    win.documents.current_editor().setPlainText("Query expansion improves recall.")
     with qtbot.waitSignal(win.error_shown, timeout=60_000) as err:
-        win.recommend()
+        win.recommender.recommend()
     assert "empty" in err.args[0]  # errors appear in the UI, not the console
     bib = tmp_path / "mine.bib"
     bib.write_text(
@@ -331,7 +331,7 @@ def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):
     progress_messages = []
     win.runner.signals.progress.connect(lambda ch, gen, d, t, m, *_: progress_messages.append(m))
     with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS) as blocker:
-        win.import_library([bib])
+        win.jobs.import_library([bib])
     status = blocker.args[0]
     assert status.papers == 2 and status.embedded == 2 and status.model
     assert win.library_panel.model.rowCount() == 2
@@ -351,15 +351,15 @@ def test_mode_override_and_alt_shortcut_insert(window, qtbot, tmp_path, gui_libr
     )
     window.mode_box.setCurrentIndex(window.mode_box.findData("paragraph"))
     with qtbot.waitSignal(window.recommendations_ready, timeout=RESULT_TIMEOUT_MS) as blocker:
-        window.recommend()
+        window.recommender.recommend()
     result = blocker.args[0]
     assert result.mode == "paragraph" and "Information retrieval systems" in result.query.text
     assert window.mode_label.text().strip() == "→ paragraph"
     qtbot.waitUntil(window.results_panel.is_complete, timeout=5000)
     first = window.results_panel.cards[0].rec.paper.citekey
-    assert window.insert_result(1)  # what Alt+1 does; the cursor was in the sentence
+    assert window.citations.insert_result(1)  # what Alt+1 does; the cursor was in the sentence
     assert f"\\cite{{{first}}}" in editor.toPlainText()
-    assert not window.insert_result(99)
+    assert not window.citations.insert_result(99)
 
 
 def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path, gui_library):
@@ -379,7 +379,7 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
     qtbot.addWidget(win)
     win.show()
     with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS):
-        win.start()
+        win.jobs.start()
     before = index_status(index_dir_for(db))
 
     options = EncoderOptions(
@@ -394,7 +394,7 @@ def test_adapt_to_library_trains_reindexes_and_switches_encoder(qtbot, tmp_path,
     ready, errors = [], []
     win.engine_ready.connect(ready.append)
     win.error_shown.connect(errors.append)
-    win.adapt_to_library(options=options, confirm=False)
+    win.jobs.adapt_to_library(options=options, confirm=False)
     qtbot.waitUntil(lambda: bool(ready or errors), timeout=READY_TIMEOUT_MS)
     assert not errors, errors
 
@@ -418,18 +418,18 @@ def test_open_and_save_keep_the_files_encoding_and_line_endings(window, qtbot, t
     ).encode("cp1252")
     draft.write_bytes(original)
     os.chmod(draft, 0o640)
-    editor = window.open_file(draft)
+    editor = window.documents.open_file(draft)
     assert editor is not None and "Caf\u00e9 society" in editor.toPlainText()
     assert (editor.state.text_format.encoding, editor.state.text_format.newline) == (
         "cp1252",
         "\r\n",
     )
-    assert window.save_current() and draft.read_bytes() == original
+    assert window.documents.save_current() and draft.read_bytes() == original
     assert os.stat(draft).st_mode & 0o777 == 0o640  # saving keeps the file's permissions
     editor.moveCursor(editor.textCursor().MoveOperation.End)
     editor.insertPlainText("Ko\u010di agreed.\n")
     window.last_error_dialog = None
-    assert window.save_current()
+    assert window.documents.save_current()
     saved = draft.read_bytes().decode("utf-8")  # now UTF-8, nothing lost
     assert (
         "Caf\u00e9 society" in saved
@@ -440,5 +440,5 @@ def test_open_and_save_keep_the_files_encoding_and_line_endings(window, qtbot, t
     binary = tmp_path / "binary.tex"
     binary.write_bytes(b"\x00\x01PK" * 100)
     window.last_error_dialog = None
-    assert window.open_file(binary) is None
+    assert window.documents.open_file(binary) is None
     assert window.last_error_dialog is not None and "binary file" in window.last_error_dialog.text()

@@ -35,7 +35,7 @@ def empty_window(qtbot, tmp_path):
     win.quiet_close = True
     qtbot.addWidget(win)
     win.show()
-    win.start(prepare=False)
+    win.jobs.start(prepare=False)
     return win
 
 
@@ -54,7 +54,7 @@ def test_papers_show_when_the_import_commits_then_indexing_is_a_job_of_its_own(
 
     win.runner.stage_reached.connect(on_stage)
     with qtbot.waitSignal(win.engine_ready, timeout=600_000) as ready:
-        win.import_library([bib])
+        win.jobs.import_library([bib])
     assert shown["rows"] == 3 and "3 papers" in shown["count"], shown
     assert "Imported: 3 added" in win.library_panel.count_label.text()
     assert ready.args[0].embedded == 3
@@ -74,13 +74,15 @@ def test_recommend_without_an_index_falls_back_to_keywords_and_offers_index_now(
     with Library(win.engine.db_path) as lib:  # another program imported; nobody indexed
         import_paths(lib, [bib])
     win.library_panel.refresh()
-    win._show_index_state()
+    win.jobs.show_index_state()
     assert win.library_panel.stale_bar.isVisible()
     assert "No search index yet: 3 papers" in win.library_panel.stale_label.text()
     assert win.library_panel.index_now_button.isVisible()
-    win.current_editor().setPlainText("Click models estimate position bias in web search.")
+    win.documents.current_editor().setPlainText(
+        "Click models estimate position bias in web search."
+    )
     with qtbot.waitSignal(win.recommendations_ready, timeout=60_000) as done:
-        win.recommend()
+        win.recommender.recommend()
     result = done.args[0]
     assert result.items and result.items[0].paper.citekey == "a3"
     assert "keyword (BM25)" in win.results_panel.header.text()
@@ -102,7 +104,7 @@ def test_progress_message_is_never_clipped(qtbot):
 
 
 def test_index_notice_never_counts_negative_papers():
-    from assistant.gui.main_window import index_notice
+    from assistant.gui.anchoring import index_notice
 
     show, text = index_notice(175, 176, True, True)
     assert show and "-1" not in text and "1 paper removed or merged" in text
@@ -136,8 +138,8 @@ def _rec(n: int, intent="method", conf=0.9, title=None):
 def _open(win, tmp_path: Path, text: str):
     path = tmp_path / "draft.tex"
     path.write_text(text, encoding="utf-8")
-    editor = win.open_file(path)
-    win.set_bib_path(editor.state, tmp_path / "refs.bib")
+    editor = win.documents.open_file(path)
+    win.citations.set_bib_path(editor.state, tmp_path / "refs.bib")
     return editor
 
 
@@ -183,7 +185,7 @@ def test_library_side_panel_lays_out_without_clipped_labels(qtbot, tmp_path, wid
     panel.set_library_path(db)
     panel.manager.create_collection("Thesis")
     panel.refresh()
-    panel.select_paper(panel.model.paper_id(0))
+    panel.browser.select_paper(panel.model.paper_id(0))
     qtbot.wait(50)
     assert _clipped(panel) == []
     panel.close_library()
@@ -214,7 +216,7 @@ def test_cited_status_goes_away_when_the_insert_is_undone(empty_window, qtbot, t
     editor.select_range(text.index("works"), text.index("works"))
     win.results_panel.set_results([_rec(1)], "results")
     qtbot.waitUntil(win.results_panel.is_complete)
-    assert win.insert_result(1)
+    assert win.citations.insert_result(1)
     assert win.status_label.text().startswith("Cited karpukhin2020dense1")
     editor.undo()
     assert "\\cite{" not in editor.toPlainText()
@@ -245,7 +247,7 @@ def test_one_click_in_the_flagged_list_navigates(empty_window, qtbot, tmp_path):
     editor = _open(win, tmp_path, text)
     start = text.index("Second")
     editor.set_marks([MarginMark(start, text.index("there.") + 6, "Missing citation?")])
-    win.show_flagged(editor)
+    win.flagged.show_flagged(editor)
     went = []
     win.flagged_list.activated.connect(went.append)
     item = win.flagged_list.list.item(0)
@@ -260,30 +262,32 @@ def test_results_are_not_silently_inserted_into_another_sentence(empty_window, q
         "\\begin{document}\nDense retrieval works well. Click models need logs.\n\\end{document}\n"
     )
     editor = _open(win, tmp_path, text)
-    from assistant.gui.main_window import Anchor
+    from assistant.gui.anchoring import Anchor
 
     first = text.index("Dense")
     end = text.index("well.") + 5
-    win.anchor = Anchor(editor, first, end, text[first:end])  # results computed for sentence 1
+    win.citations.anchor = Anchor(
+        editor, first, end, text[first:end]
+    )  # results computed for sentence 1
     win.results_panel.set_results([_rec(1), _rec(2)], "results")
     qtbot.waitUntil(win.results_panel.is_complete)
     editor.select_range(text.index("logs"), text.index("logs"))  # the caret moved on
-    assert win.insert_result(1)
+    assert win.citations.insert_result(1)
     out = editor.toPlainText()
     assert out.index("\\cite{karpukhin2020dense1}") < out.index("Click")  # in sentence 1
-    assert win.insert_result(2)  # the list's next result goes to the same sentence
+    assert win.citations.insert_result(2)  # the list's next result goes to the same sentence
     out = editor.toPlainText()
     assert out.index("karpukhin2020dense2") < out.index("Click")
     editor.select_range(out.index("Dense"), out.index("Dense") + 5)
     editor.insertPlainText("Sparse")  # the sentence itself was edited: refuse, say so
     before = editor.toPlainText()
-    assert not win.insert_result(1)
+    assert not win.citations.insert_result(1)
     assert editor.toPlainText() == before
     assert "was edited" in win.results_panel.header.text()
 
 
 def test_help_is_a_real_page_and_global_shows_title_and_abstract(empty_window):
-    from assistant.gui.main_window import shown_query
+    from assistant.gui.anchoring import shown_query
     from assistant.gui.menus import show_shortcuts
     from assistant.service import Query
 
@@ -323,7 +327,7 @@ def test_merge_asks_with_a_field_by_field_choice_and_old_keys_find_the_record(du
     from assistant.gui.library_dialogs import CitePicker
 
     panel = dup_panel
-    dialog = panel.duplicates_dialog()
+    dialog = panel.curation.duplicates_dialog()
     top = dialog.tree.topLevelItem(0)
     rows = [top.child(i) for i in range(top.childCount())]
     rows = [r for r in rows if r.data(0, Qt.ItemDataRole.UserRole)]  # not the evidence rows
@@ -360,25 +364,25 @@ def test_citekey_pattern_pin_regenerate_and_tags_in_the_window(dup_panel):
 
     panel = dup_panel
     first = panel.model.paper_id(0)
-    panel.select_paper(first)
+    panel.browser.select_paper(first)
     old_key = panel.library.get(first).citekey
-    assert panel.set_pinned_selected(True) == 1 and panel.library.get(first).pinned
+    assert panel.curation.set_pinned_selected(True) == 1 and panel.library.get(first).pinned
     dialog = CitekeyDialog(panel.manager, [first], panel)
     dialog.pattern_edit.setText("[auth]_[year]")
     renamed = dialog.regenerate(None)
     assert renamed and panel.manager.citekey_pattern() == "[auth]_[year]"
     assert panel.library.get(first).citekey == old_key  # pinned: unchanged
     assert all("_" in new for _old, new in renamed)
-    panel.set_pinned_selected(False)
-    assert panel.regenerate_keys([first]) and "_" in panel.library.get(first).citekey
-    assert panel.add_tag_to_selected("to-read") == 1
+    panel.curation.set_pinned_selected(False)
+    assert panel.curation.regenerate_keys([first]) and "_" in panel.library.get(first).citekey
+    assert panel.curation.add_tag_to_selected("to-read") == 1
     assert "to-read" in panel.manager.details(first).tags
-    assert panel.select_node("tag", "to-read") and panel.model.rowCount() == 1
-    panel.select_node("all")
-    panel.select_paper(first)
-    assert panel.remove_tag_from_selected("to-read") == 1
+    assert panel.collections.select_node("tag", "to-read") and panel.model.rowCount() == 1
+    panel.collections.select_node("all")
+    panel.browser.select_paper(first)
+    assert panel.curation.remove_tag_from_selected("to-read") == 1
     assert "to-read" not in panel.manager.details(first).tags
-    menu = panel.context_menu()
+    menu = panel.edits.context_menu()
     labels = [a.text() for a in menu.actions()]
     assert "Add a tag…" in labels and "Regenerate the key(s)" in labels
     menu.deleteLater()
@@ -390,4 +394,4 @@ def test_export_library_menu(empty_window, tmp_path):
     assert "&Export library…" in titles and "Citation &keys (pattern, regenerate)…" in titles
     out = tmp_path / "all.bib"
     win.library_panel.ask_save_path = lambda: str(out)
-    assert win.library_panel.export_papers() == 0 or out.exists()
+    assert win.library_panel.edits.export_papers() == 0 or out.exists()

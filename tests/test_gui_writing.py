@@ -57,8 +57,8 @@ def window(qtbot, tmp_path):
 def _open(win, tmp_path: Path, name: str, text: str):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    editor = win.open_file(path)
-    win.set_bib_path(editor.state, tmp_path / "refs.bib")
+    editor = win.documents.open_file(path)
+    win.citations.set_bib_path(editor.state, tmp_path / "refs.bib")
     return editor
 
 
@@ -99,12 +99,12 @@ def test_cite_command_choice_and_merge(window, qtbot, tmp_path):
     editor = _open(window, tmp_path, "a.tex", text)
     _caret(editor, text.index("strong"))
     _show(window, qtbot, [_rec(1)])
-    window.insert_result(1)
+    window.citations.insert_result(1)
     assert "\\citep{robertson,karpukhin2020dense1}." in editor.toPlainText()
     text2 = "\\begin{document}\nBM25 is strong \\cite{robertson}. Next.\n\\end{document}\n"
     editor = _open(window, tmp_path, "b.tex", text2)
     _caret(editor, text2.index("strong"))
-    window.insert_result(1)
+    window.citations.insert_result(1)
     assert "\\cite{robertson}~\\citep{karpukhin2020dense1}." in editor.toPlainText()
 
 
@@ -118,7 +118,7 @@ def test_non_bmp_characters_shift_offsets(window, qtbot, tmp_path):
     sentence = "Post-retrieval reranking improves precision"
     start = text.index(sentence)
     editor.select_range(start, start + len(sentence))
-    query, _spec = window.build_query()
+    query, _spec = window.recommender.build_query()
     assert query.text == sentence
     # the highlighter colours exactly the \cite marker, not a shifted range
     block = editor.document().findBlockByNumber(1)
@@ -147,8 +147,8 @@ def test_undo_removes_citation_and_bib_entry(window, qtbot, tmp_path):
     window.results_panel.cards[1].insert_button.setFocus()
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert editor.toPlainText() == text
-    window.insert_result(2)
-    assert window.save_current()
+    window.citations.insert_result(2)
+    assert window.documents.save_current()
     keys = [e.key for e in read_bib(bib)]
     assert keys == ["karpukhin2020dense2"]  # the undone citation's entry was never written
 
@@ -161,11 +161,11 @@ def test_missing_citation_underline_goes_after_citing(window, qtbot, tmp_path):
     s = text.index("Prior")
     e = text.index("gains.") + len("gains.")
     editor.set_marks([MarginMark(s, e, "claim"), MarginMark(text.index("We"), len(text) - 16, "x")])
-    window.show_flagged(editor)
+    window.flagged.show_flagged(editor)
     assert window.flagged_list.list.count() == 2
     _caret(editor, s + 3)
     _show(window, qtbot, [_rec(1)])
-    window.insert_result(1)
+    window.citations.insert_result(1)
     assert len(editor.marks) == 1 and len(editor.extraSelections()) == 1
     assert window.flagged_list.list.count() == 1
     assert editor.toPlainText()[editor.marks[0].start :].startswith("We continue")
@@ -180,7 +180,7 @@ def test_latex_commands_leak_into_query(window, tmp_path):
     editor = _open(window, tmp_path, "q.tex", text)
     start = text.index("\\section")
     editor.select_range(start, text.index("\\cite{a}.") + 9)
-    query, _ = window.build_query()
+    query, _ = window.recommender.build_query()
     assert query.text == "Our first stage ranks all papers."
 
 
@@ -218,7 +218,7 @@ def test_stopword_only_query_warns(window, qtbot, tmp_path):
     editor = _open(window, tmp_path, "s.tex", text)
     _show(window, qtbot, [_rec(1)])
     _caret(editor, text.index("what"))
-    assert window.recommend() is None
+    assert window.recommender.recommend() is None
     assert not window.results_panel.cards  # old cards cleared
     assert "no content words" in window.results_panel.header.text()
 
@@ -231,7 +231,7 @@ def test_layout_cards_clip(window, qtbot, size):
     long = "A very long title " * 12
     _show(window, qtbot, [_rec(1, title=long), _rec(2, "result", 0.8)])
     qtbot.wait(50)
-    assert window.current_editor().width() >= 300
+    assert window.documents.current_editor().width() >= 300
     viewport = window.results_panel.scroll.viewport()
     for card in window.results_panel.cards:
         for widget in (card.chip, card.insert_button):
@@ -335,8 +335,8 @@ def test_manuscript_pdf_recommends_itself_and_cited(window, qtbot, tmp_path):
     with qtbot.waitSignal(
         window.runner.busy_changed, timeout=60000, check_params_cb=lambda c, b: c == "pdf" and not b
     ):
-        window.import_pdf(pdf)
-    editor = window.current_editor()
+        window.documents.import_pdf(pdf)
+    editor = window.documents.current_editor()
     state = editor.state
     assert ids[0] in state.extras["self_ids"] and ids[1] in state.extras["cited_ids"]
     flagged_text = [editor.toPlainText()[m.start : m.end] for m in editor.marks]
@@ -348,11 +348,13 @@ def test_manuscript_pdf_recommends_itself_and_cited(window, qtbot, tmp_path):
         timeout=60000,
         check_params_cb=lambda c, b: c == "analyse" and not b,
     ):
-        window.find_missing()
+        window.documents.find_missing()
     assert len(editor.marks) == first == window.flagged_list.list.count()
     papers = [lib.get(i) for i in ids]
     items = [Recommendation(p, 1.0 - n / 10) for n, p in enumerate(papers)]
-    window._recommended(RecommendationResult(Query(text="citation recommendation"), "local", items))
+    window.recommender._recommended(
+        RecommendationResult(Query(text="citation recommendation"), "local", items)
+    )
     qtbot.waitUntil(window.results_panel.is_complete)
     shown = [c.rec.paper.id for c in window.results_panel.cards]
     assert shown == [ids[2]]  # itself never, its reference hidden (Hide cited is on)

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
             panel.search_edit.blockSignals(True)
             panel.search_edit.setText(query[:n])
             panel.search_edit.blockSignals(False)
-            panel.apply_search()  # what the debounce timer calls
+            panel.browser.apply_search()  # what the debounce timer calls
             _paint(app, panel)
             times.append((time.perf_counter() - t) * 1000)
             sql.append(panel.model.last_query_ms)
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
         per_query[query] = {"hits": panel.model.rowCount(), **_stats(times)}
     out["search_as_you_type"] = {**_stats(keystrokes), "sql": _stats(sql), "queries": per_query}
     panel.search_edit.setText("")
-    panel.apply_search()
+    panel.browser.apply_search()
 
     rng = random.Random(0)
     frames = []

@@ -94,7 +94,7 @@ def main() -> int:
         window.activateWindow()
         window.raise_()
         check(QTest.qWaitForWindowActive(window, 10000), "the window is active (keyboard focus)")
-        editor = window.current_editor()
+        editor = window.documents.current_editor()
         text = editor.toPlainText()
         import re
 

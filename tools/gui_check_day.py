@@ -77,7 +77,7 @@ def new_library_window(home: Path):
     window = MainWindow(AppSettings(library_path=str(home / "a.sqlite"), first_run_done=True))
     window.quiet_close = True
     window.show()
-    window.start(prepare=False)
+    window.jobs.start(prepare=False)
     return window
 
 
@@ -95,23 +95,27 @@ def phase_a(home: Path):
     window.runner.stage_reached.connect(stage)
     errors: list = []
     window.error_shown.connect(errors.append)
-    generation = window.import_library([FIX / "good.bib", FIX / "curation.bib"])  # one real pair
+    generation = window.jobs.import_library(
+        [FIX / "good.bib", FIX / "curation.bib"]
+    )  # one real pair
     wait_for(lambda: "rows" in seen, 120, "the import to commit")
     check(seen["rows"] > 0 and "Imported:" in seen["count"], f"papers shown on commit {seen}")
     # indexing is a job of its own: Cancel it as soon as it starts (the import stays)
     wait_for(lambda: window.runner.generation("engine") > generation, 60, "the index job")
     window.library_panel.cancel_button.click()
     wait_for(lambda: not window.runner.is_busy("engine"), 300, "the cancelled index job")
-    window._show_index_state()
+    window.jobs.show_index_state()
     panel = window.library_panel
     check(panel.stale_bar.isVisible() and panel.index_now_button.isVisible(), "Index now offered")
     check("No search index yet" in panel.stale_label.text(), panel.stale_label.text())
-    window.current_editor().setPlainText("Concept-based information retrieval with a vector space.")
+    window.documents.current_editor().setPlainText(
+        "Concept-based information retrieval with a vector space."
+    )
     REPORT["import_report"] = errors[:1]  # the import's own problems dialog (duplicates)
     errors.clear()
     results: list = []
     window.recommendations_ready.connect(results.append)
-    window.recommend()
+    window.recommender.recommend()
     wait_for(lambda: results or errors, 60, "keyword results")
     check(not errors, f"no error dialog {errors[:1]}")
     check(bool(results[0].items), "keyword fallback finds papers")
@@ -128,7 +132,7 @@ def phase_b(window) -> None:
     from assistant.gui.library_dialogs import CitePicker
 
     panel = window.library_panel
-    dialog = panel.duplicates_dialog()
+    dialog = panel.curation.duplicates_dialog()
     dialog.resize(900, 400)
     shot(dialog, "b-duplicates.png")
     top = dialog.tree.topLevelItem(0)
@@ -165,7 +169,7 @@ def phase_b(window) -> None:
     )
     shot(picker, "b-picker-old-key.png")
     picker.close()
-    keys_dialog = panel.citekey_dialog()
+    keys_dialog = panel.curation.citekey_dialog()
     shot(keys_dialog, "b-citekeys.png")
     keys_dialog.close()
     out = OUT / "library-export.bib"
@@ -189,7 +193,7 @@ def phase_c(window, tag: str) -> None:
     window.findChild(QDockWidget, "Library").raise_()
     panel = window.library_panel
     if panel.model.rowCount():
-        panel.select_paper(panel.model.paper_id(0))
+        panel.browser.select_paper(panel.model.paper_id(0))
 
     pump(500)
     REPORT[f"library_panel_width_{tag}"] = panel.width()
@@ -242,7 +246,7 @@ def phase_d() -> None:
     window.error_shown.connect(errors.append)
     window.activateWindow()
     QTest.qWaitForWindowActive(window, 10000)
-    editor = window.current_editor()
+    editor = window.documents.current_editor()
     text = editor.toPlainText()
     m = re.search(r"Click\s+models\s+such\s+as", text)
     s, e = textops.sentence_bounds(text, m.start())

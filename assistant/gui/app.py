@@ -116,7 +116,7 @@ def open_window(args=None, db_path: Path | None = None):
     if sample:
         start_sample(window)
     else:
-        window.start()
+        window.jobs.start()
         if not settings.first_run_done:
             from assistant.gui.first_run import maybe_show_first_run
 
@@ -124,9 +124,9 @@ def open_window(args=None, db_path: Path | None = None):
     for name in args.files if args else []:
         path = Path(name)
         if path.suffix.lower() == ".pdf":
-            window.import_pdf(path)
+            window.documents.import_pdf(path)
         else:
-            window.open_file(path)
+            window.documents.open_file(path)
     return window
 
 
@@ -134,20 +134,20 @@ def start_sample(window) -> None:
     """Open the sample draft and import + index the sample library in the background."""
     from assistant.gui.sample import sample_draft_copy, setup_sample
 
-    window.start(prepare=False)
+    window.jobs.start(prepare=False)
     try:
         draft = sample_draft_copy(window.engine.db_path.parent)
     except OSError as exc:
         window.show_error("Sample files missing", str(exc))
         return
-    editor = window.open_file(draft)
+    editor = window.documents.open_file(draft)
     if editor is not None and editor.state.bib_path is None:
-        window.set_bib_path(editor.state, draft.with_suffix(".bib"))
+        window.citations.set_bib_path(editor.state, draft.with_suffix(".bib"))
 
     def done(setup) -> None:
-        window._engine_prepared(setup.status)
+        window.jobs.engine_prepared(setup.status)
 
-    window.run_engine_job(
+    window.jobs.run_engine_job(
         lambda p, c: setup_sample(window.engine, p, c),
         "Setting up the sample library…",
         on_done=done,

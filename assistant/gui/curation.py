@@ -1,4 +1,4 @@
-"""Curation dialogs of the library panel: merge with a field-by-field choice, citation keys
+"""Curation in the library panel: merge with a field-by-field choice, duplicates, citation keys
 (pattern, pin, regenerate) and tags. Every change goes through the service's LibraryManager."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from PySide6.QtWidgets import (
 )
 
 from assistant.errors import AssistantError
+from assistant.gui.library_dialogs import DuplicatesDialog
 from assistant.gui.paper_editor import _LINES, _text_of
+from assistant.gui.parts import PanelPart
 
 #: the fields a merge lets the user choose (the key is the kept paper's; old keys stay aliases)
 MERGE_FIELDS = (
@@ -204,11 +206,15 @@ class CitekeyDialog(QDialog):
         return renamed
 
 
-class CurationActions:
-    """The library panel's tag and citation-key actions (mixed into ``LibraryPanel``; they use
-    its ``manager``, ``library``, ``selected_ids``, ``_run`` and ``_after_change``)."""
+class Curation(PanelPart):
+    """The library panel's curation: tags, citation keys (pin, regenerate, pattern) and
+    duplicates (the curation controller of ``LibraryPanel``)."""
 
-    def _curation_actions(self, menu: QMenu, ids: list[int]) -> None:
+    def __init__(self, panel) -> None:
+        super().__init__(panel)
+        self.last_dialog = None
+
+    def menu_actions(self, menu: QMenu, ids: list[int]) -> None:
         """Tags, key pinning and regeneration for the selected papers."""
         if self.manager is None:
             return
@@ -226,13 +232,13 @@ class CurationActions:
 
     def add_tag_to_selected(self, tag: str | None = None) -> int:
         ids = self.selected_ids()
-        tag = tag or self.ask_text("Add a tag", "Tag:")
+        tag = tag or self.panel.ask_text("Add a tag", "Tag:")
         if not tag or not ids or self.manager is None:
             return 0
         for pid in ids:
-            self._run(self.manager.add_tags, pid, [tag])
-        self._after_change(keep_order=True)
-        self._fill_sidebar()
+            self.run_op(self.manager.add_tags, pid, [tag])
+        self.after_change(keep_order=True)
+        self.panel.collections.fill_sidebar()
         self.count_label.setText(f"Tagged {len(ids)} paper(s) “{tag}”")
         return len(ids)
 
@@ -241,22 +247,22 @@ class CurationActions:
         if not ids or self.manager is None:
             return 0
         for pid in ids:
-            self._run(self.manager.remove_tags, pid, [tag])
-        self._after_change(keep_order=True)
-        self._fill_sidebar()
+            self.run_op(self.manager.remove_tags, pid, [tag])
+        self.after_change(keep_order=True)
+        self.panel.collections.fill_sidebar()
         return len(ids)
 
     def set_pinned_selected(self, pinned: bool) -> int:
         ids = self.selected_ids()
         for pid in ids:
-            self._run(self.manager.set_pinned, pid, pinned)
-        self._after_change(keep_order=True)
+            self.run_op(self.manager.set_pinned, pid, pinned)
+        self.after_change(keep_order=True)
         self.count_label.setText(f"{'Pinned' if pinned else 'Unpinned'} {len(ids)} key(s)")
         return len(ids)
 
     def regenerate_keys(self, ids: list[int] | None) -> list:
-        renamed = self._run(self.manager.regenerate_citekeys, ids) or []
-        self._after_change(keep_order=True)
+        renamed = self.run_op(self.manager.regenerate_citekeys, ids) or []
+        self.after_change(keep_order=True)
         self.count_label.setText(
             f"{len(renamed)} key(s) regenerated (old keys stay aliases; pinned keys unchanged)"
         )
@@ -265,8 +271,16 @@ class CurationActions:
     def citekey_dialog(self):
         if self.manager is None:
             return None
-        dialog = CitekeyDialog(self.manager, self.selected_ids(), self)
-        dialog.finished.connect(lambda _r: self._after_change() if dialog.changed else None)
+        dialog = CitekeyDialog(self.manager, self.selected_ids(), self.panel)
+        dialog.finished.connect(lambda _r: self.after_change() if dialog.changed else None)
         dialog.open()
         self.last_dialog = dialog
+        return dialog
+
+    def duplicates_dialog(self) -> DuplicatesDialog | None:
+        if self.manager is None:
+            return None
+        dialog = DuplicatesDialog(self.manager, self.panel)
+        dialog.finished.connect(lambda _r: self.after_change() if dialog.merged else None)
+        dialog.open()
         return dialog

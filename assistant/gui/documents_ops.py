@@ -1,22 +1,21 @@
-"""Manuscript tabs of the main window: new/open/save, .bib choice, PDF import, missing citations."""
+"""Manuscript tabs of the main window: new/open/save/close, manuscript PDF import, missing
+citations (the documents controller; citations and the .bib file are ``citing.py``'s)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from assistant.gui.editor import DocumentState, ManuscriptEditor, MarginMark
 from assistant.gui.flagged import count_text
-from assistant.gui.settings import bib_for_manuscript, remember_bib
+from assistant.gui.parts import WindowPart
+from assistant.gui.settings import bib_for_manuscript
 from assistant.service import (
     ProgressEvent,
     analyse_manuscript,
     pdf_exclusions,
-    plan_citation,
     read_manuscript,
-    sync_manuscript_bib,
     textops,
 )
 from assistant.textfile import (
@@ -81,18 +80,8 @@ def missing_marks(text: str, missing) -> list[MarginMark]:
     return marks
 
 
-def _relative_name(bib: Path, manuscript: Path | None) -> str:
-    """How the manuscript names its .bib (relative to the manuscript's folder when it can)."""
-    if manuscript is not None:
-        try:
-            return str(Path(bib).resolve().relative_to(Path(manuscript).resolve().parent))
-        except ValueError:
-            pass
-    return str(bib)
-
-
-class DocumentOps:
-    """Mixed into ``MainWindow`` (needs ``tabs``, ``runner``, ``engine``, ``show_error``, ``set_status``)."""
+class DocumentsController(WindowPart):
+    """The manuscript tabs: one ``ManuscriptEditor`` per manuscript or imported PDF."""
 
     # --- tabs ---------------------------------------------------------------------------------
     def current_editor(self) -> ManuscriptEditor:
@@ -106,7 +95,7 @@ class DocumentOps:
 
     def _add_tab(self, editor: ManuscriptEditor, state: DocumentState) -> ManuscriptEditor:
         editor.state = state
-        editor.marks_changed.connect(lambda _n, e=editor: self.show_flagged(e))
+        editor.marks_changed.connect(lambda _n, e=editor: self.window.flagged.show_flagged(e))
         editor.document().modificationChanged.connect(
             lambda _m, e=editor: self._update_tab_title(e)
         )
@@ -126,7 +115,7 @@ class DocumentOps:
         return self._add_tab(editor, DocumentState(style=textops.LATEX))
 
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open manuscript", "", MANUSCRIPT_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open manuscript", "", MANUSCRIPT_FILTER)
         if path:
             self.open_file(Path(path))
 
@@ -166,7 +155,7 @@ class DocumentOps:
             )
         )
         self._add_tab(editor, state)
-        editor.mark_clicked.connect(lambda _mark: self.recommend())
+        editor.mark_clicked.connect(lambda _mark: self.window.recommender.recommend())
         if style in (textops.LATEX, textops.MARKDOWN):
             self.find_missing(editor)
         return editor
@@ -182,7 +171,7 @@ class DocumentOps:
     def save_as_dialog(self) -> bool:
         editor = self.current_editor()
         path, _ = QFileDialog.getSaveFileName(
-            self, "Save manuscript", str(editor.state.path or ""), MANUSCRIPT_FILTER
+            self.window, "Save manuscript", str(editor.state.path or ""), MANUSCRIPT_FILTER
         )
         if not path:
             return False
@@ -211,7 +200,7 @@ class DocumentOps:
         editor.state.text_format = fmt
         editor.document().setModified(False)
         self._update_tab_title(editor)
-        report = self.write_pending_bib(editor)
+        report = self.window.citations.write_pending_bib(editor)
         bib_note = f"; {report.message()}" if report is not None and report.message() else ""
         self.set_status(f"Saved {path}{bib_note}")
         if lost:
@@ -237,11 +226,11 @@ class DocumentOps:
         if (
             not editor.document().isModified()
             or editor.state.read_only
-            or getattr(self, "quiet_close", False)
+            or getattr(self.window, "quiet_close", False)
         ):
             return True
         answer = QMessageBox.question(
-            self,
+            self.window,
             "Unsaved changes",
             f"Save the changes to {editor.state.display_name}?",
             QMessageBox.StandardButton.Save
@@ -256,139 +245,11 @@ class DocumentOps:
     def maybe_save_all(self) -> bool:
         return all(self._maybe_save(self.tabs.widget(i)) for i in range(self.tabs.count()))
 
-    # --- bibliography file --------------------------------------------------------------------
-    def bib_path_for(self, state: DocumentState) -> Path | None:
-        """The manuscript's .bib file, asked once per manuscript and remembered."""
-        if state.bib_path is None:
-            self.choose_bib_dialog(state)
-        return state.bib_path
-
-    def choose_bib_dialog(self, state: DocumentState | None = None) -> None:
-        state = state or self.current_state()
-        start = str(
-            state.bib_path or (state.path.with_suffix(".bib") if state.path else "references.bib")
-        )
-        path, _ = QFileDialog.getSaveFileName(
-            self,
-            "Bibliography file for this manuscript",
-            start,
-            "BibTeX (*.bib)",
-            options=QFileDialog.Option.DontConfirmOverwrite,
-        )
-        if path:
-            self.set_bib_path(state, Path(path))
-
-    def set_bib_path(self, state: DocumentState, path: Path) -> None:
-        state.bib_path = Path(path).resolve()
-        if state.path is not None:
-            remember_bib(state.path, state.bib_path)
-        self.set_status(f"Citations go to {state.bib_path}")
-
-    # --- insert / copy ------------------------------------------------------------------------
-    def insert_recommendation(self, rec) -> bool:
-        """Insert the citation (one undo step) and queue its .bib entry for the next save.
-
-        The .bib file is written when the manuscript is saved, with the entries of the
-        citations still in the text then: undoing an Insert so also drops its entry, and
-        nothing touches the .bib before the draft itself is saved.
-        """
-        editor, state = self.current_editor(), self.current_state()
-        paper = rec.paper
-        if state.read_only:
-            self.show_error(
-                "Read-only text", "Citations are inserted into manuscripts, not into imported PDFs."
-            )
-            return False
-        bib = self.bib_path_for(state)
-        if bib is None:
-            return False
-        editor_range = editor.selection_range()
-        where = self.anchored_range(editor, rec)
-        if where is None:
-            return False
-        start, end = where
-        try:
-            settings = getattr(self, "settings", None)
-            plan = plan_citation(
-                self.engine,
-                rec.paper,
-                editor.toPlainText(),
-                start,
-                end,
-                state.style,
-                bib,
-                command=getattr(settings, "cite_command", "\\cite"),
-                markdown_form=getattr(settings, "markdown_cite", textops.PANDOC_MERGED),
-                pending=list(state.pending_bib),
-            )
-        except Exception as exc:
-            self.show_error("Cannot update the bibliography", f"{bib}: {exc}")
-            return False
-        key = plan.key
-        if plan.bib.writes and key not in state.pending_bib:
-            state.pending_bib[key] = self.engine.paper_bibtex(paper)
-        text = editor.toPlainText()
-        edits = [plan.edit]
-        if state.style == textops.MARKDOWN:
-            front = textops.front_matter_edit(text, _relative_name(bib, state.path))
-            if front is not None:
-                edits.append(front)
-        editor.apply_edits(edits)
-        self.follow_anchor(editor, text, plan.edit)
-        editor.setFocus()  # Ctrl+Z right after a click on Insert undoes it
-        if plan.bib.writes:
-            where = f"{bib.name} gets its entry when you save the manuscript"
-        else:
-            where = f"entry already in {bib.name}"
-        moved = (start, end) != editor_range
-        self.set_status(
-            f"Cited {key}; {where} (Ctrl+Z undoes both)"
-            + (
-                "; inserted in the sentence the results are for (the caret had moved)"
-                if moved
-                else ""
-            )
-        )
-        self.watch_citation(editor, key)
-        return True
-
-    def write_pending_bib(self, editor: ManuscriptEditor):
-        """On save: the .bib holds the entries of every cited key the library knows, the app's
-        entries of keys no longer cited go (``sync_manuscript_bib``); returns its report."""
-        state = editor.state
-        if state.bib_path is None:
-            state.pending_bib.clear()
-            return None
-        panel = getattr(self, "library_panel", None)
-        try:
-            report = sync_manuscript_bib(
-                self.engine,
-                state.bib_path,
-                editor.toPlainText(),
-                state.style,
-                state.pending_bib,
-                library=getattr(panel, "library", None),
-            )
-        except Exception as exc:
-            self.show_error("Cannot update the bibliography", f"{state.bib_path}: {exc}")
-            return None
-        state.pending_bib.clear()
-        return report
-
-    def copy_bibtex(self, rec) -> str:
-        text = self.engine.paper_bibtex(rec.paper)
-        QGuiApplication.clipboard().setText(text)
-        self.set_status(f"BibTeX of {rec.paper.citekey} copied to the clipboard")
-        return text
-
-    def insert_result(self, n: int) -> bool:
-        """Insert the ``n``-th visible recommendation (Alt+n)."""
-        cards = self.results_panel.cards
-        return self.insert_recommendation(cards[n - 1].rec) if 0 < n <= len(cards) else False
-
     # --- manuscript PDF -----------------------------------------------------------------------
     def import_pdf_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import manuscript PDF", "", "PDF (*.pdf)")
+        path, _ = QFileDialog.getOpenFileName(
+            self.window, "Import manuscript PDF", "", "PDF (*.pdf)"
+        )
         if path:
             self.import_pdf(Path(path))
 
@@ -429,8 +290,8 @@ class DocumentOps:
             self._add_tab(editor, state)
             self.tabs.setTabText(self.tabs.indexOf(editor), f"{path.name} (PDF)")
             editor.set_marks(missing_marks(text, missing))
-            self.show_flagged(editor)
-            editor.mark_clicked.connect(lambda _mark: self.recommend())
+            self.window.flagged.show_flagged(editor)
+            editor.mark_clicked.connect(lambda _mark: self.window.recommender.recommend())
             warn = f" — {len(doc.warnings)} warning(s)" if doc.warnings else ""
             self.set_status(
                 f"{path.name}: {sum(1 for _ in doc.sentences())} sentences, "
@@ -466,7 +327,7 @@ class DocumentOps:
             if editor.toPlainText() != text:
                 return  # edited meanwhile: offsets are stale
             editor.set_marks(missing_marks(text, missing))
-            self.show_flagged(editor)
+            self.window.flagged.show_flagged(editor)
             self.set_status(count_text(len(editor.marks)))
 
         return self.runner.submit(

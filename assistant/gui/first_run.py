@@ -26,9 +26,9 @@ class FirstRunDialog(QDialog):
         text.setWordWrap(True)
         layout.addWidget(text)
         for label, slot in (
-            ("Import files…", lambda: window.import_library_dialog("files")),
-            ("Import a folder…", lambda: window.import_library_dialog("folder")),
-            ("Import from Zotero…", lambda: window.import_library_dialog("zotero")),
+            ("Import files…", lambda: window.jobs.import_library_dialog("files")),
+            ("Import a folder…", lambda: window.jobs.import_library_dialog("folder")),
+            ("Import from Zotero…", lambda: window.jobs.import_library_dialog("zotero")),
             ("Try the bundled sample library and draft", self._sample),
         ):
             button = QPushButton(label)

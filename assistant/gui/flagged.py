@@ -1,9 +1,19 @@
-"""The side list of sentences flagged as missing a citation (step through with the keyboard)."""
+"""The side list of sentences flagged as missing a citation and the window's navigation through
+them (F8 / Shift+F8; a click selects the sentence and recommends for it)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from assistant.gui.parts import WindowPart
 
 
 class FlaggedList(QWidget):
@@ -55,3 +65,47 @@ def count_text(n: int) -> str:
     if n == 0:
         return "No sentence is flagged as missing a citation."
     return f"{n} sentence{'s' if n != 1 else ''} may need a citation (F8: next, Shift+F8: previous)"
+
+
+class FlaggedNavigator(WindowPart):
+    """The flagged list follows the current manuscript; F8/Shift+F8 step through its marks."""
+
+    def show_flagged(self, editor=None) -> None:
+        """Refresh the side list from the editor's marks (the one count shown everywhere)."""
+        editor = editor or self.tabs.currentWidget()
+        if editor is None or editor is not self.tabs.currentWidget():
+            return
+        self.window.flagged_list.set_marks(editor.toPlainText(), editor.marks)
+
+    def go_to_mark(self, mark) -> None:
+        editor = self.current_editor()
+        editor.select_range(mark.start, mark.end)
+        editor.centerCursor()
+        if mark in editor.marks:
+            self.window.flagged_list.select(editor.marks.index(mark))
+        self.window.recommender.recommend()
+
+    def _step_flagged(self, step: int) -> bool:
+        editor = self.current_editor()
+        if not editor.marks:
+            self.set_status(count_text(0))
+            return False
+        caret, _ = editor.selection_range()
+        starts = [m.start for m in editor.marks]
+        if step > 0:
+            index = next((i for i, s in enumerate(starts) if s > caret), 0)
+        else:
+            index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i] < caret), -1)
+        index %= len(starts)
+        dock = self.window.findChild(QDockWidget, "Flagged sentences")
+        dock.show()
+        dock.raise_()
+        self.go_to_mark(editor.marks[index])
+        self.set_status(f"Flagged sentence {index + 1} of {len(starts)}")
+        return True
+
+    def next_flagged(self) -> bool:
+        return self._step_flagged(1)
+
+    def previous_flagged(self) -> bool:
+        return self._step_flagged(-1)

@@ -49,6 +49,6 @@ class LibraryWatch(QObject):
             self._version = None
             return False
         panel.refresh()
-        self.window._show_index_state()
+        self.window.jobs.show_index_state()
         self.changed.emit()
         return True

@@ -77,7 +77,7 @@ class FindBar(QWidget):
         self.setVisible(False)
 
     def open_find(self, replace: bool = False) -> None:
-        editor = self.window_.current_editor()
+        editor = self.window_.documents.current_editor()
         selected = editor.textCursor().selectedText()
         if selected and "\u2029" not in selected:
             self.find_edit.setText(selected)
@@ -88,7 +88,7 @@ class FindBar(QWidget):
 
     def close_bar(self) -> None:
         self.setVisible(False)
-        self.window_.current_editor().setFocus()
+        self.window_.documents.current_editor().setFocus()
 
     def keyPressEvent(self, event) -> None:
         if event.key() == Qt.Key.Key_Escape:
@@ -97,7 +97,7 @@ class FindBar(QWidget):
         super().keyPressEvent(event)
 
     def _find(self, backward: bool = False) -> bool:
-        editor, needle = self.window_.current_editor(), self.find_edit.text()
+        editor, needle = self.window_.documents.current_editor(), self.find_edit.text()
         if not needle:
             return False
         flags = QTextDocument.FindFlag.FindBackward if backward else QTextDocument.FindFlag(0)
@@ -118,14 +118,14 @@ class FindBar(QWidget):
         return self._find(True)
 
     def replace_one(self) -> bool:
-        editor = self.window_.current_editor()
+        editor = self.window_.documents.current_editor()
         cursor = editor.textCursor()
         if cursor.hasSelection() and cursor.selectedText() == self.find_edit.text():
             cursor.insertText(self.replace_edit.text())
         return self.find_next()
 
     def replace_all(self) -> int:
-        editor, needle = self.window_.current_editor(), self.find_edit.text()
+        editor, needle = self.window_.documents.current_editor(), self.find_edit.text()
         if not needle:
             return 0
         text = editor.toPlainText()
@@ -165,10 +165,18 @@ def build_edit_menu(window, bar) -> None:
     """Edit: undo/redo act on the current manuscript wherever the keyboard focus is."""
     menu = window.edit_menu
     window.undo_action = _add(
-        window, menu, "&Undo", lambda: window.current_editor().undo(), QKeySequence.StandardKey.Undo
+        window,
+        menu,
+        "&Undo",
+        lambda: window.documents.current_editor().undo(),
+        QKeySequence.StandardKey.Undo,
     )
     window.redo_action = _add(
-        window, menu, "&Redo", lambda: window.current_editor().redo(), QKeySequence.StandardKey.Redo
+        window,
+        menu,
+        "&Redo",
+        lambda: window.documents.current_editor().redo(),
+        QKeySequence.StandardKey.Redo,
     )
     menu.addSeparator()
     window.find_bar = FindBar(window)

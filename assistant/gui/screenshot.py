@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         app.exit(1)
 
     def ready(_status) -> None:
-        editor = window.current_editor()
+        editor = window.documents.current_editor()
         text = editor.toPlainText()
         import re
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         s, e = textops.sentence_bounds(text, start)
         editor.select_range(s, e)
         editor.centerCursor()
-        window.recommend()
+        window.recommender.recommend()
 
     def shoot(result) -> None:
         print("timings (ms):", {k: round(v) for k, v in (result.timings_ms or {}).items()})

@@ -118,7 +118,7 @@ def run_gui(db: Path) -> int:
     app = QApplication.instance() or QApplication([])
     window = MainWindow(AppSettings(library_path=str(db), first_run_done=True))
     window.quiet_close = True
-    window.start(prepare=False)
+    window.jobs.start(prepare=False)
     window.show()
     handler = Handler(
         db, lambda: window.engine.library, lambda: window.library_panel.library, window

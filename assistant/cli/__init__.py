@@ -66,13 +66,13 @@ class RootGroup(LazyGroup):
 
         try:
             return super().invoke(ctx)
-        except AssistantError as exc:
-            self._log_traceback(ctx)
-            raise click.ClickException(str(exc)) from None
-        except Cancelled as exc:
+        except Cancelled as exc:  # before its root: a stopped job is not an error
             self._log_traceback(ctx)
             click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
             ctx.exit(130)
+        except AssistantError as exc:
+            self._log_traceback(ctx)
+            raise click.ClickException(str(exc)) from None
         except sqlite3.OperationalError as exc:  # locked / read-only / full outside an open
             self._log_traceback(ctx)
             path = (ctx.obj or {}).get("db_path") or "library"

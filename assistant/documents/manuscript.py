@@ -13,6 +13,7 @@ from assistant.documents.abbreviations import find_abbreviations
 from assistant.documents.citeworthiness import default_scorer
 from assistant.documents.draft import parse_draft, sentence_plain_text
 from assistant.documents.model import Document, MissingCitation
+from assistant.progress import check_cancelled
 
 __all__ = ["find_missing_citations", "load_document", "parse_draft"]
 
@@ -161,8 +162,7 @@ def _recommend(
     full_text = " ".join([doc.title, doc.abstract] + [s.text for s in doc.sentences()])
     defined = tuple(find_abbreviations(full_text).items())
     for item in ranked:
-        if cancelled is not None and cancelled():
-            break
+        check_cancelled(cancelled, "manuscript analysis cancelled")
         try:
             context = neighbours.get((item.paragraph, item.sentence), "")
             query = Query(

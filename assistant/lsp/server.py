@@ -43,6 +43,7 @@ from assistant.lsp.commands import CommandsMixin
 from assistant.lsp.navigation import NavigationMixin
 from assistant.lsp.protocol import SafeProtocol, report_unreadable
 from assistant.lsp.text import DocState, style_for, uri_to_path
+from assistant.progress import ProgressEvent, check_cancelled
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +142,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
             return current is None or current.generation != generation
 
         def job():
-            if cancelled():
-                raise Cancelled()
+            check_cancelled(cancelled)
             return fn(cancelled)
 
         future = pool.submit(job)
@@ -237,8 +237,9 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self._status("loading", "loading the recommendation models")
         token = await self._progress_begin("Cite-Assist", "Loading the recommendation models")
 
-        def progress(message: str) -> None:
-            self.post(self._progress_report, token, message)
+        def progress(event: ProgressEvent) -> None:
+            if event.message:
+                self.post(self._progress_report, token, event.message)
 
         try:
             message = await asyncio.get_running_loop().run_in_executor(

@@ -19,7 +19,7 @@ from assistant.errors import AssistantError, Cancelled
 from assistant.library.models import ImportReport, Paper
 from assistant.library.schema import LibraryOpenError
 from assistant.library.store import Library
-from assistant.progress import CancelCheck, Progress, ProgressEvent
+from assistant.progress import CancelCheck, Progress, ProgressEvent, check_cancelled
 from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
 from assistant.retrieval.intent_stage import parse_intent_preference
@@ -91,6 +91,7 @@ __all__ = [
     "ServiceSettings",
     "analyse_manuscript",
     "apply_bib_change",
+    "check_cancelled",
     "detect_mode",
     "import_summary",
     "intent_chip",

@@ -91,21 +91,15 @@ def _label_library(
     from dataclasses import asdict
 
     from assistant.cli import resolve_db_path
+    from assistant.cli.progress import ProgressRenderer
     from assistant.library.store import Library
     from assistant.retrieval.intent_stage import classify_library_citations
 
     path = resolve_db_path(ctx, db_path)
     if not path.exists():
         raise click.ClickException(f"library {path} does not exist")
-    with Library(path) as library:
-
-        def progress(done: int, total: int) -> None:
-            if not as_json:
-                click.echo(f"\r{done}/{total} citations", nl=False, err=True)
-
+    with Library(path) as library, ProgressRenderer(quiet=as_json) as progress:
         report = classify_library_citations(library, force=force, classifier=clf, progress=progress)
-    if not as_json and report.labelled:
-        click.echo("", err=True)
     if as_json:
         click.echo(json.dumps(asdict(report), indent=2))
     else:

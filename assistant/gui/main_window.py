@@ -335,9 +335,9 @@ class MainWindow(QMainWindow, DocumentOps):
             on_cancel=self._engine_cancelled,
         )
 
-    def _engine_progress(self, done, total, message) -> None:
-        self.library_panel.show_progress(done, total, message)
-        self.set_status(message)
+    def _engine_progress(self, event) -> None:
+        self.library_panel.show_progress(event.done, event.total or 0, event.message)
+        self.set_status(event.message)
 
     def _stage_reached(self, channel: str, stage: str, message: str) -> None:
         """An import committed inside a longer job: show the papers and the summary now."""
@@ -585,7 +585,7 @@ class MainWindow(QMainWindow, DocumentOps):
             job,
             on_done=self._recommended,
             on_error=self._recommend_failed,
-            on_progress=lambda d, t, m: self.set_status(m or "Recommending…"),
+            on_progress=lambda e: self.set_status(e.message or "Recommending…"),
             on_cancel=lambda: None,
         )
 

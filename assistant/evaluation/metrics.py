@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -57,16 +56,6 @@ def mean_metrics(per_query: Iterable[Mapping[str, float]]) -> dict[str, float]:
 
 def percentile_ms(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else float("nan")
-
-
-@dataclass
-class RunEntry:
-    """One line of a TREC run: ``qid Q0 docid rank score tag``."""
-
-    qid: str
-    docid: str
-    rank: int
-    score: float
 
 
 def write_trec_run(

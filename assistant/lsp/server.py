@@ -43,7 +43,6 @@ from assistant.lsp.commands import CommandsMixin
 from assistant.lsp.navigation import NavigationMixin
 from assistant.lsp.protocol import SafeProtocol, report_unreadable
 from assistant.lsp.text import DocState, style_for, uri_to_path
-from assistant.progress import ProgressEvent, check_cancelled
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +141,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
             return current is None or current.generation != generation
 
         def job():
-            check_cancelled(cancelled)
+            backend.check_cancelled(cancelled)
             return fn(cancelled)
 
         future = pool.submit(job)
@@ -237,7 +236,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self._status("loading", "loading the recommendation models")
         token = await self._progress_begin("Cite-Assist", "Loading the recommendation models")
 
-        def progress(event: ProgressEvent) -> None:
+        def progress(event) -> None:  # a ProgressEvent
             if event.message:
                 self.post(self._progress_report, token, event.message)
 

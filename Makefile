@@ -16,7 +16,7 @@ $(BIN)/python:
 
 # Installs the app with the CPU ONNX runtime and the test tools (torch 2.13.0 CPU wheel).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q torch==2.13.0 -e '.[cpu,gui,train,dev]'
+	$(BIN)/pip install -q torch==2.13.0 -e '.[cpu,gui,train,bench,dev]'
 	touch $@
 
 install: $(VENV)/.installed

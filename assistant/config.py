@@ -21,8 +21,6 @@ APP_NAME = "cite-assist"
 #: The installed package's own folder (package data lives under it; works for editable and
 #: non-editable installs alike).
 PACKAGE_DIR = Path(str(files("assistant")))
-#: Repository root of a source checkout (developer tools only; the product never reads it).
-REPO_ROOT = PACKAGE_DIR.parent
 #: Models we train and ship as package data (``assistant/models/<name>/``).
 SHIPPED_MODELS_DIR = Path(os.environ.get("ASSISTANT_SHIPPED_MODELS", PACKAGE_DIR / "models"))
 #: Icons, styles, the bundled sample library and draft (``assistant/resources/``).

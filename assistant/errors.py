@@ -3,8 +3,9 @@
 Every error a user can cause (a bad file, a locked library, a missing model) is an
 :class:`AssistantError`; its ``str()`` is the one line the CLI prints after ``Error:`` and the
 GUI shows in a dialog: ``<file>[:<line>]: <reason>`` when a file is involved. Layers subclass it
-for their own conditions; faces catch only this root. A job stopped by the user raises a
-:class:`Cancelled` (not an error: nothing went wrong).
+for their own conditions; faces catch only this root. A job stopped by the user raises the one
+:class:`Cancelled` (under the root, so nothing escapes the faces; they catch it first, because
+nothing went wrong).
 """
 
 from __future__ import annotations
@@ -48,5 +49,12 @@ class FileRefused(AssistantError):
     the open library); the message names the file and says why."""
 
 
-class Cancelled(Exception):
-    """A long job (import, index, training, recommendation) stopped because the user asked."""
+class Cancelled(AssistantError):
+    """A long job (import, index, training, recommendation) stopped because the user asked.
+
+    The one cancellation of the product: jobs poll a ``cancelled()`` check through
+    :func:`assistant.progress.check_cancelled`, which raises this; the message says what was
+    kept (a rolled-back import, resumable index chunks, a training checkpoint)."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)

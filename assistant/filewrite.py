@@ -11,6 +11,11 @@ Rules, whatever the caller:
 - **never the library's own files**: given the open library's path, its database, ``-wal``,
   ``-shm``, ``-journal`` and everything in its ``.index`` folder are refused.
 
+Cross-process locks are one mechanism, :func:`file_lock` (``filelock``: ``flock`` on POSIX,
+``LockFileEx`` on Windows; released by the OS when the holder dies, even by ``kill -9``), always
+on a lock file of its own beside what it guards: a database file is never opened or closed by a
+lock (closing any descriptor of it would drop SQLite's own POSIX locks).
+
 Errors are :class:`WriteRefused` (what the program will not write) or ``OSError`` (what fails);
 both name the path in one line.
 """
@@ -27,6 +32,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from glob import escape as glob_escape
 from pathlib import Path
+
+from filelock import FileLock
 
 from assistant import faults
 from assistant.errors import FileRefused
@@ -258,27 +265,40 @@ def remove(path: str | os.PathLike[str]) -> None:
         path.unlink(missing_ok=True)
 
 
+def file_lock(lock_path: str | os.PathLike[str], timeout: float = -1) -> FileLock:
+    """The product's one cross-process lock: an exclusive ``filelock.FileLock`` on the lock file
+    ``lock_path`` (its own file, never the file it guards; ``timeout`` < 0 waits for ever).
+
+    A link, FIFO, device or folder at ``lock_path`` is refused (:class:`WriteRefused`) before
+    anything is opened; the lock file stays in place on release (waiters share its inode)."""
+    lock_path = Path(lock_path)
+    try:
+        st = os.lstat(lock_path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise WriteRefused(f"cannot lock: {exc.strerror or exc}", file=lock_path) from exc
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise WriteRefused(
+                f"{kind_of(st.st_mode)}, not a lock file; cannot lock", file=lock_path
+            )
+    return FileLock(str(lock_path), timeout=timeout, mode=0o600)
+
+
 @contextmanager
 def locked(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive lock (``flock`` on ``<path>.lock``, released by the OS even on
-    ``kill -9``) while reading-modifying-writing ``path`` across processes."""
-    lock = Path(path).with_name(Path(path).name + ".lock")
+    """Hold the exclusive lock on ``<path>.lock`` (:func:`file_lock`) while
+    reading-modifying-writing ``path`` across processes."""
+    lock = file_lock(Path(path).with_name(Path(path).name + ".lock"))
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, 0o600)
+        lock.acquire()
     except OSError as exc:
-        raise WriteRefused(f"cannot lock: {exc.strerror or exc}", file=lock) from exc
+        raise WriteRefused(f"cannot lock: {exc.strerror or exc}", file=lock.lock_file) from exc
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise WriteRefused("not a regular file; cannot lock", file=lock)
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no cross-process lock
-            fcntl = None
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)
+        lock.release()
 
 
 def _umask() -> int:

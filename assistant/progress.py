@@ -1,8 +1,8 @@
 """The one progress contract: long jobs report :class:`ProgressEvent` to a :class:`Progress`.
 
 ``done``/``total`` count units of the current ``stage`` (``total`` is ``None`` when unknown);
-``message`` is a short human-readable line. ``CancelCheck`` is polled between units; a job that
-sees it return true raises :class:`assistant.errors.Cancelled`.
+``message`` is a short human-readable line. ``CancelCheck`` is polled between units through
+:func:`check_cancelled`, the one helper that raises :class:`assistant.errors.Cancelled`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def never_cancelled() -> bool:
     return False
 
 
-def check_cancelled(cancelled: CancelCheck | None) -> None:
-    """Raise :class:`Cancelled` when ``cancelled()`` says so."""
+def check_cancelled(cancelled: CancelCheck | None, message: str = "") -> None:
+    """Raise :class:`Cancelled` (``message``: what was kept) when ``cancelled()`` says so."""
     if cancelled is not None and cancelled():
-        raise Cancelled()
+        raise Cancelled(message)

@@ -329,7 +329,7 @@ def test_import_files_with_progress_updates_library_and_index(qtbot, tmp_path):
         encoding="utf-8",
     )
     progress_messages = []
-    win.runner.signals.progress.connect(lambda ch, gen, d, t, m, *_: progress_messages.append(m))
+    win.runner.signals.progress.connect(lambda ch, gen, e: progress_messages.append(e.message))
     with qtbot.waitSignal(win.engine_ready, timeout=READY_TIMEOUT_MS) as blocker:
         win.jobs.import_library([bib])
     status = blocker.args[0]

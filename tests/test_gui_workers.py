@@ -26,7 +26,10 @@ def test_job_runs_off_the_ui_thread_with_progress(qtbot):
 
     results, progress = [], []
     runner.submit(
-        "x", job, on_done=results.append, on_progress=lambda d, t, m: progress.append((d, t, m))
+        "x",
+        job,
+        on_done=results.append,
+        on_progress=lambda e: progress.append((e.done, e.total, e.message)),
     )
     qtbot.waitUntil(lambda: results == [42], timeout=10_000)
     assert seen["thread"] != ui_thread

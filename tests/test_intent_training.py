@@ -58,16 +58,16 @@ def _cfg(data, tmp_path, name, export=False, **kw):
 
 
 def _interrupt_at(step):
-    def progress(msg: str) -> None:
-        if msg.startswith(f"step {step}/") and "dev macro-F1" in msg:
-            raise Interrupt(msg)
+    def progress(event) -> None:
+        if event.done == step and "dev macro-F1" in event.message:
+            raise Interrupt(event.message)
 
     return progress
 
 
 def test_tiny_run_exports_a_loadable_model(tiny_data, tmp_path):
     cfg = _cfg(tiny_data, tmp_path, "full", export=True)
-    summary = train(cfg, progress=lambda m: None)
+    summary = train(cfg, progress=lambda e: None)
     assert summary["steps"] == 4 and summary["temperature"] > 0
     assert len(summary["history"]) == 4
     manifest = json.loads((cfg.out_dir / "manifest.json").read_text())
@@ -96,16 +96,16 @@ def test_interrupted_run_resumes_to_the_same_model(tiny_data, tmp_path):
     import torch
 
     straight = _cfg(tiny_data, tmp_path, "straight")
-    s1 = train(straight, progress=lambda m: None)
+    s1 = train(straight, progress=lambda e: None)
 
     resumed = _cfg(tiny_data, tmp_path, "resumed")
     with pytest.raises(Interrupt):
         train(resumed, progress=_interrupt_at(3))
     ck = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=True)
     assert ck["state"]["step"] == 2  # the checkpoint before the interruption
-    messages: list[str] = []
-    s2 = train(resumed, progress=messages.append)
-    assert any(m.startswith("resumed from") and "step 2/4" in m for m in messages)
+    events = []
+    s2 = train(resumed, progress=events.append)
+    assert any(e.message.startswith("resumed from") and (e.done, e.total) == (2, 4) for e in events)
     assert s2["steps"] == 4
     a = torch.load(straight.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
     b = torch.load(resumed.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
@@ -117,10 +117,10 @@ def test_interrupted_run_resumes_to_the_same_model(tiny_data, tmp_path):
 def test_resume_refuses_a_different_configuration(tiny_data, tmp_path):
 
     cfg = _cfg(tiny_data, tmp_path, "cfg", max_steps=2)
-    train(cfg, progress=lambda m: None)
+    train(cfg, progress=lambda e: None)
     other = _cfg(tiny_data, tmp_path, "cfg", max_steps=2, lr=1e-3)
     with pytest.raises(AssistantError, match="different configuration"):
-        train(other, progress=lambda m: None)
+        train(other, progress=lambda e: None)
 
 
 def test_load_scicite_reports_file_and_line(tmp_path):
@@ -159,17 +159,17 @@ def test_warm_start_continues_from_an_earlier_checkpoint(tiny_data, tmp_path):
     import torch
 
     first = _cfg(tiny_data, tmp_path, "first")
-    train(first, progress=lambda m: None)
+    train(first, progress=lambda e: None)
     checkpoint = first.work_dir / "last.pt"
     trained = torch.load(checkpoint, map_location="cpu", weights_only=True)["model"]
 
     warm = _cfg(tiny_data, tmp_path, "warm", init_from=checkpoint, lr=0.0, head_lr=0.0, max_steps=1)
-    train(warm, progress=lambda m: None)
+    train(warm, progress=lambda e: None)
     warm_state = torch.load(warm.work_dir / "last.pt", map_location="cpu", weights_only=True)[
         "model"
     ]
     cold = _cfg(tiny_data, tmp_path, "cold", lr=0.0, head_lr=0.0, max_steps=1)
-    train(cold, progress=lambda m: None)
+    train(cold, progress=lambda e: None)
     cold_state = torch.load(cold.work_dir / "last.pt", map_location="cpu", weights_only=True)[
         "model"
     ]
@@ -181,7 +181,7 @@ def test_warm_start_continues_from_an_earlier_checkpoint(tiny_data, tmp_path):
     with pytest.raises(Exception, match="not found"):
         train(
             _cfg(tiny_data, tmp_path, "missing", init_from=tmp_path / "nope.pt"),
-            progress=lambda m: None,
+            progress=lambda e: None,
         )
 
 
@@ -197,9 +197,9 @@ def test_distillation_from_a_teacher_checkpoint(tiny_data, tmp_path):
     )
 
     teacher = _cfg(tiny_data, tmp_path, "teacher", train_top_layers=2)
-    train(teacher, progress=lambda m: None)
+    train(teacher, progress=lambda e: None)
     logits_file = dump_teacher_logits(
-        teacher, teacher.work_dir / "best.pt", tmp_path / "t.npz", progress=lambda m: None
+        teacher, teacher.work_dir / "best.pt", tmp_path / "t.npz", progress=lambda e: None
     )
     texts = [e.text for e in training_examples(teacher)]
     logits = load_teacher_logits(logits_file, texts)
@@ -215,10 +215,10 @@ def test_distillation_from_a_teacher_checkpoint(tiny_data, tmp_path):
     student = _cfg(
         tiny_data, tmp_path, "student", teacher_logits=logits_file, distill_alpha=1.0, max_steps=2
     )
-    summary = train(student, progress=lambda m: None)
+    summary = train(student, progress=lambda e: None)
     assert summary["steps"] == 2
     hard = _cfg(tiny_data, tmp_path, "hard", max_steps=2)
-    train(hard, progress=lambda m: None)
+    train(hard, progress=lambda e: None)
     a = torch.load(student.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
     b = torch.load(hard.work_dir / "last.pt", map_location="cpu", weights_only=True)["model"]
     head = next(k for k in a if k.startswith("head.") and k.endswith("weight"))

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
+from assistant.errors import Cancelled
 from assistant.library.export import paper_to_bibtex
 from assistant.library.importers import import_paths
 from assistant.library.store import SCHEMA_VERSION, Library
@@ -256,10 +257,11 @@ def test_progress_and_cancel_roll_back(lib, tmp_path):
         )
     )
     seen = []
-    report = import_paths(
-        lib, [FIX / "good.bib", big], progress=seen.append, cancelled=lambda: len(seen) > 3
-    )
-    assert report.cancelled and lib.count() == 0  # nothing half-written
+    with pytest.raises(Cancelled, match="nothing was imported"):
+        import_paths(
+            lib, [FIX / "good.bib", big], progress=seen.append, cancelled=lambda: len(seen) > 3
+        )
+    assert len(seen) == 4 and lib.count() == 0  # stopped at once, nothing half-written
     full = []
     report = import_paths(lib, [big], progress=full.append)
     assert report.added == 4500 and full[-1].fraction == 1.0 and full[-1].stage == "import"
@@ -270,6 +272,7 @@ def test_progress_and_cancel_roll_back(lib, tmp_path):
 _KILL_SCRIPT = """
 import sys, time
 from assistant.library.store import Library
+from assistant.errors import Cancelled
 from assistant.library.importers import import_paths
 lib = Library(sys.argv[1])
 def progress(p):

@@ -134,8 +134,9 @@ def test_numbers_and_nesting_json_cannot_hold_get_an_answer(server, body):
 
 
 def test_requests_after_shutdown_get_invalid_request(tmp_path):
+    """Started as editors start it (``--stdio``: the default transport, accepted)."""
     client = StdioClient(
-        [sys.executable, "-m", "assistant.cli", "lsp", "--no-recommend"],
+        [sys.executable, "-m", "assistant.cli", "lsp", "--stdio", "--no-recommend"],
         env=_env(tmp_path),
         stderr_path=tmp_path / "server.log",
     )

@@ -13,10 +13,10 @@ from retrieval_helpers import (  # noqa: F401 - session fixture
     sample_library,
 )
 
+from assistant.errors import Cancelled
 from assistant.library.store import Library
 from assistant.retrieval.pipeline import (
     PipelineConfig,
-    RecommendationCancelled,
     Recommender,
     prefilter_candidates,
 )
@@ -140,7 +140,7 @@ def test_cancel_between_stages(setup):
         calls.append(1)
         return len(calls) >= 2
 
-    with pytest.raises(RecommendationCancelled):
+    with pytest.raises(Cancelled):
         rec.recommend(CONTEXT, cancelled=cancelled)
     assert rec.recommend(CONTEXT).items  # the recommender is still usable
 

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from assistant.errors import Cancelled
 from assistant.library.importers import import_paths
 from assistant.library.models import Citation
 from assistant.library.store import Library
@@ -106,9 +107,10 @@ def test_interrupted_training_resumes_and_exports_a_working_model(sample_db, tmp
         calls["n"] += 1
         return calls["n"] > 1  # checked once before and once after each step
 
-    first = train_reranker(lib, _opts(tmp_path, max_steps=3), cancelled=cancel_after_one_step)
-    assert first.stopped_reason == "cancelled" and first.steps_done == 1 and first.model_dir is None
+    with pytest.raises(Cancelled, match="cancelled at step 1 of 3"):
+        train_reranker(lib, _opts(tmp_path, max_steps=3), cancelled=cancel_after_one_step)
     assert (tmp_path / "work" / "checkpoint" / "state.pt").is_file()
+    assert not (tmp_path / "out" / "manifest.json").exists()  # nothing exported
 
     second = train_reranker(lib, _opts(tmp_path, max_steps=3))
     assert second.resumed_from_step == 1 and second.steps_done == 3
@@ -143,8 +145,8 @@ def test_a_changed_library_starts_afresh_instead_of_resuming(sample_db, tmp_path
         return calls["n"] > 1
 
     opts = _opts(tmp_path, max_steps=3, export=False)
-    first = train_reranker(lib, opts, cancelled=cancel_after_one_step)
-    assert first.steps_done == 1
+    with pytest.raises(Cancelled, match="cancelled at step 1 of"):
+        train_reranker(lib, opts, cancelled=cancel_after_one_step)
     before = json.loads((tmp_path / "work" / "data.json").read_text())["fingerprint"]
 
     paper = next(p for p in lib.iter_papers() if len(p.abstract or "") > 200)

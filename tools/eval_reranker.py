@@ -21,6 +21,9 @@ import numpy as np
 
 from assistant.progress import ProgressEvent
 
+#: a development checkout's research data (../shared/data), when $ASSISTANT_SHARED_DATA is unset
+TOOLS_SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
 ALPHAS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 
 
@@ -341,7 +344,7 @@ def reranker_cmd(db, model_dir, dev_dir, levels, limit, cache, bm25_only):
     from assistant.library.store import Library
     from assistant.training.data import shared_data_dir
 
-    dev = Path(dev_dir) if dev_dir else shared_data_dir() / "acm-cr" / "dev"
+    dev = Path(dev_dir) if dev_dir else (shared_data_dir() or TOOLS_SHARED_DATA) / "acm-cr" / "dev"
     lib = Library(db)
     if cache and Path(cache).is_file():
         blob = json.loads(Path(cache).read_text())

@@ -228,7 +228,8 @@ def phase_d() -> None:
         seen["rows_while_indexing"] = window.library_panel.model.rowCount()
         shot(window, "d-sample-indexing.png")
 
-    def progress(ch, gen, done, total, message, stage_name):
+    def progress(ch, gen, event):
+        message = event.message
         if "Embedding" in message and "shot" not in seen:
             seen["shot"] = message
             QTimer.singleShot(0, lambda: look(message))

@@ -24,6 +24,9 @@ from pathlib import Path
 import click
 import numpy as np
 
+#: a development checkout's research data (../shared/data), when $ASSISTANT_SHARED_DATA is unset
+TOOLS_SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
 
 @click.command()
 @click.option("--db", type=click.Path(exists=True, dir_okay=False), required=True)
@@ -52,7 +55,9 @@ def main(db, papers, limit, pool, bm25_only, need_profile, label_profile) -> Non
     from assistant.retrieval.query import Query
     from assistant.training.data import shared_data_dir
 
-    papers_dir = Path(papers) if papers else shared_data_dir() / "acm-cr" / "dev"
+    papers_dir = (
+        Path(papers) if papers else (shared_data_dir() or TOOLS_SHARED_DATA) / "acm-cr" / "dev"
+    )
     library = Library(db)
     blacklist = read_blacklist(papers_dir.parent / "blacklist.txt")
     by_doi, others = candidate_map(library, blacklist)

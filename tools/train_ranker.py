@@ -35,7 +35,7 @@ def collect(db: Path, papers: Path, blacklist: Path | None) -> list[dict]:
             variants=("plain", "enhanced", "product"),
             blacklist=blacklist,
             collect=rows,
-            progress=lambda d, t: print(f"\rquery {d}/{t}", end="", file=sys.stderr),
+            progress=lambda e: print(f"\r{e.message}", end="", file=sys.stderr),
         )
     finally:
         library.close()

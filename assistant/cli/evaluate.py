@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from assistant.cli.options import db_option
+from assistant.cli.progress import command_progress
 from assistant.evaluation.acm_cr import LEVELS, VARIANTS, evaluate_acm_cr, format_table
 from assistant.evaluation.pdf_eval import evaluate_paper, open_library, summarize
 from assistant.evaluation.scicite_eval import evaluate
@@ -149,7 +150,7 @@ def eval_acm_cr(
             run_dir=run_dir or index_dir_for(path) / "runs",
             limit=limit,
             covered_only=covered_only,
-            progress=None if as_json else _progress,
+            progress=command_progress(quiet=as_json),
         )
     except (RetrievalError, ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -160,13 +161,7 @@ def eval_acm_cr(
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        click.echo("", err=True)
         click.echo(format_table(result))
-
-
-def _progress(done: int, total: int) -> None:
-    if done == total or done % 20 == 0:
-        click.echo(f"\rquery {done}/{total}", nl=False, err=True)
 
 
 @click.command("pdf")

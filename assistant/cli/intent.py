@@ -91,19 +91,14 @@ def _label_library(
     from dataclasses import asdict
 
     from assistant.cli import resolve_db_path
+    from assistant.cli.progress import ProgressRenderer
     from assistant.service.intent import label_library_citations
 
     path = resolve_db_path(ctx, db_path)
     if not path.exists():
         raise click.ClickException(f"library {path} does not exist")
-
-    def progress(done: int, total: int) -> None:
-        if not as_json:
-            click.echo(f"\r{done}/{total} citations", nl=False, err=True)
-
-    report = label_library_citations(path, force=force, classifier=clf, progress=progress)
-    if not as_json and report.labelled:
-        click.echo("", err=True)
+    with ProgressRenderer(quiet=as_json) as progress:
+        report = label_library_citations(path, force=force, classifier=clf, progress=progress)
     if as_json:
         click.echo(json.dumps(asdict(report), indent=2))
     else:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import time
 
 import click
 
@@ -18,24 +16,6 @@ def _open(ctx: click.Context, db: str | None):
     from assistant.service import open_library
 
     return open_library(resolve_db_path(ctx, db))
-
-
-class _ProgressPrinter:
-    """Prints the import's progress line to stderr at most twice a second (every 5 s to a file)."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.last = 0.0
-        self.tty = sys.stderr.isatty()
-
-    def __call__(self, event) -> None:
-        now = time.monotonic()
-        final = event.total is not None and event.done >= event.total
-        if self.quiet or (now - self.last < (0.5 if self.tty else 5.0) and not final):
-            return
-        self.last = now
-        line = f"[{event.fraction or 0:6.1%}] {event.message}"
-        click.echo(("\r" + line) if self.tty else line, err=True, nl=not self.tty)
 
 
 class _LibraryGroup(click.Group):
@@ -69,17 +49,16 @@ def library() -> None:
 @click.pass_context
 def import_cmd(ctx, paths, db, workers, quiet, as_json):
     """Import BibTeX/RIS/CSL-JSON files, folders, zotero.sqlite or PDFs (one transaction)."""
+    from assistant.cli.progress import ProgressRenderer
     from assistant.service import Service, ServiceSettings
 
     service = Service(ServiceSettings(db_path=resolve_db_path(ctx, db)))
     try:
-        printer = _ProgressPrinter(quiet or as_json)
-        report = service.import_files(paths, printer, workers=workers, index=False)
+        with ProgressRenderer(quiet or as_json) as progress:
+            report = service.import_files(paths, progress, workers=workers, index=False)
         count = service.library.count()
     finally:
         service.close()
-    if printer.tty and not printer.quiet:
-        click.echo("", err=True)
     for issue in report.issues:
         click.echo(str(issue), err=True)
     summary = {

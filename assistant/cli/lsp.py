@@ -17,7 +17,10 @@ from assistant.cli.options import db_option
     "db_path",
 )
 @click.option(
-    "--stdio", is_flag=True, help="Speak LSP over stdin/stdout (the default and only transport)."
+    "--stdio",
+    is_flag=True,
+    help="Speak LSP over stdin/stdout: accepted because editors pass it; stdio is the default "
+    "and only transport, so the server runs the same without it.",
 )
 @click.option(
     "--no-recommend",
@@ -43,7 +46,9 @@ def lsp(
     ctx: click.Context, db_path, stdio: bool, no_recommend: bool, cache_size: int, log_file
 ) -> None:
     """Language server for LaTeX and Markdown: citation completion, hover, diagnostics,
-    go to definition and code actions in any LSP editor (see docs/EDITORS.md)."""
+    go to definition and code actions in any LSP editor (see docs/EDITORS.md).
+
+    It speaks LSP over stdin/stdout (``--stdio``, which editors pass, is that default)."""
     from assistant.cli import resolve_db_path
 
     if log_file:

@@ -8,11 +8,8 @@ from pathlib import Path
 
 import click
 
+from assistant.cli.progress import command_progress
 from assistant.service.models import BUILDERS
-
-
-def _progress(event) -> None:
-    click.echo(event.message, err=True)
 
 
 def _offer_rebuild(exc, yes: bool) -> bool:
@@ -26,7 +23,7 @@ def _offer_rebuild(exc, yes: bool) -> bool:
     if yes or (
         sys.stdin.isatty() and click.confirm(f"Rebuild {name!r} now?", default=True, err=True)
     ):
-        build_model(name, force=True, progress=_progress)
+        build_model(name, force=True, progress=command_progress())
         return True
     return False
 
@@ -60,7 +57,7 @@ def build_cmd(names: tuple[str, ...], model_opt: str | None, force: bool) -> Non
                 param_hint="NAME",
             )
         try:
-            path = build_model(name, force=force, progress=_progress)
+            path = build_model(name, force=force, progress=command_progress())
         except MissingWeightsError as exc:
             raise click.ClickException(str(exc)) from exc
         manifest = ModelManifest.load(path)
@@ -125,7 +122,7 @@ def import_cmd(
             max_length=max_length,
             labels=label_list,
             name=name,
-            progress=_progress,
+            progress=command_progress(),
         )
     except (MissingWeightsError, OSError, ValueError) as exc:
         raise click.ClickException(f"cannot import {src}: {_one_line(exc)}") from exc
@@ -198,7 +195,7 @@ def info_cmd(
         return
     name = name or DEFAULT_ENCODER
     try:
-        model = OnnxTextModel(name, device=device, precision=precision, progress=_progress)
+        model = OnnxTextModel(name, device=device, precision=precision, progress=command_progress())
     except ModelCorruptedError as exc:
         if not _offer_rebuild(exc, yes):
             raise SystemExit(1) from None

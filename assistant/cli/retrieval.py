@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import click
 
 from assistant.cli.options import db_option
+from assistant.cli.progress import command_progress
 from assistant.service import INDEX_KINDS, EmptyQueryError
 
 
@@ -19,24 +19,6 @@ def _service(ctx: click.Context, db: str | None, **settings):
 
     path = require_library(resolve_db_path(ctx, db))
     return Service(ServiceSettings(db_path=path, **settings))
-
-
-class _Progress:
-    """One status line on stderr, refreshed at most twice a second."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.last = 0.0
-
-    def __call__(self, event) -> None:
-        if self.quiet or not event.total:
-            return
-        now = time.monotonic()
-        final = event.done >= event.total
-        if not final and now - self.last < 0.5:
-            return
-        self.last = now
-        click.echo(f"\r{event.message:<78}", nl=final or event.stage != "embed", err=True)
 
 
 @click.command("index")
@@ -104,7 +86,7 @@ def index(
     service = _service(ctx, db, encoder=encoder_name, max_length=max_length)
     try:
         report = service.build_index(
-            _Progress(quiet or as_json),
+            command_progress(quiet or as_json),
             kind=kind,
             batch_size=batch_size,
             rebuild=rebuild,

@@ -5,26 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
-import time
 from pathlib import Path
 
 import click
 
+from assistant.cli.progress import command_progress
 from assistant.training.intent import IntentTrainConfig, train
-
-
-def _progress_printer(every_s: float = 5.0):
-    last = [0.0]
-
-    def progress(event) -> None:
-        now = time.monotonic()
-        if now - last[0] >= every_s or event.done >= (event.total or 0):
-            last[0] = now
-            click.echo(f"[{event.done}/{event.total or '?'}] {event.message}", err=True)
-            sys.stderr.flush()
-
-    return progress
 
 
 def _parse_mix(ctx, param, value: str | None) -> tuple[float, float, float] | None:
@@ -89,8 +75,8 @@ def _common_options(func):
             "--blacklist",
             type=click.Path(dir_okay=False),
             default=None,
-            help="DOIs never trained on, one per line (default: the ACM-CR blacklist in "
-            "../shared/data next to a development checkout, if there).",
+            help="DOIs never trained on, one per line (default: "
+            "$ASSISTANT_SHARED_DATA/acm-cr/blacklist.txt, if that is set and there).",
         ),
     ]
     for option in reversed(options):
@@ -112,7 +98,7 @@ def _train_on_library(ctx, db_path, kind: str, opts) -> None:
     service = Service(ServiceSettings(db_path=require_library(resolve_db_path(ctx, db_path))))
     try:
         train = service.train_reranker if kind == "reranker" else service.train_encoder
-        report = train(opts, _progress_printer())
+        report = train(opts, command_progress())
     finally:
         service.close()
     click.echo(report.to_json())
@@ -293,7 +279,7 @@ def train_paper_intent(intent_model, out_dir) -> None:
     target = Path(out_dir) if out_dir else resolve_model_dir(intent_model)
     if not citectx_dir().is_dir():
         raise click.ClickException(f"{citectx_dir()} not found (set ASSISTANT_SHARED_DATA)")
-    metrics = build(intent_model, target, lambda m: click.echo(m, err=True))
+    metrics = build(intent_model, target, command_progress())
     click.echo(json.dumps(metrics, indent=2))
 
 
@@ -303,14 +289,15 @@ def train_paper_intent(intent_model, out_dir) -> None:
     "train_path",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="SciCite train.jsonl (default: ../shared/data/scicite/train.jsonl).",
+    help="SciCite train.jsonl (default: $ASSISTANT_SHARED_DATA/scicite/train.jsonl).",
 )
 @click.option(
     "--dev",
     "dev_path",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="SciCite dev.jsonl used for model selection and calibration.",
+    help="SciCite dev.jsonl used for model selection and calibration (default: "
+    "$ASSISTANT_SHARED_DATA/scicite/dev.jsonl).",
 )
 @click.option(
     "--out",
@@ -422,9 +409,12 @@ def train_intent(
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     logging.getLogger("transformers").setLevel(logging.ERROR)
-    from assistant.training.data import shared_data_dir
+    from assistant.training.data import SHARED_DATA_ENV, shared_data_dir
 
-    scicite = shared_data_dir() / "scicite"
+    shared = shared_data_dir()
+    if shared is None and not (train_path and dev_path):
+        raise click.ClickException(f"pass --train and --dev (or set {SHARED_DATA_ENV})")
+    scicite = (shared or Path()) / "scicite"
     train_path = Path(train_path or scicite / "train.jsonl")
     dev_path = Path(dev_path or scicite / "dev.jsonl")
     for p in (train_path, dev_path):
@@ -465,9 +455,9 @@ def train_intent(
         found = [p for p in (cfg.work_dir / "best.pt", cfg.work_dir / "last.pt") if p.is_file()]
         if not found:
             raise click.ClickException(f"no checkpoint in {cfg.work_dir}; train the teacher first")
-        dump_teacher_logits(cfg, found[0], Path(dump_logits), lambda m: click.echo(m, err=True))
+        dump_teacher_logits(cfg, found[0], Path(dump_logits), command_progress())
         return
-    summary = train(cfg, progress=lambda m: click.echo(m, err=True), export_only=export_only)
+    summary = train(cfg, progress=command_progress(), export_only=export_only)
     click.echo(
         json.dumps(
             {k: summary[k] for k in ("steps", "best_step", "train_time_s", "temperature")}
@@ -477,8 +467,9 @@ def train_intent(
 
 
 def _default_blacklist() -> str | None:
-    """The ACM-CR blacklist of a development checkout (../shared/data), when it is there."""
+    """The ACM-CR blacklist under ``$ASSISTANT_SHARED_DATA``, when it is set and there."""
     from assistant.training.data import shared_data_dir
 
-    path = shared_data_dir() / "acm-cr" / "blacklist.txt"
-    return str(path) if path.is_file() else None
+    shared = shared_data_dir()
+    path = shared / "acm-cr" / "blacklist.txt" if shared else None
+    return str(path) if path and path.is_file() else None

@@ -157,10 +157,6 @@ def cue_vector(text: str) -> list[float]:
     return vec
 
 
-def cue_names() -> list[str]:
-    return [f"cue:{n}" for n, _, _, _ in CUES] + [f"neg:{n}" for n, _, _ in NEGATIVE] + ["length"]
-
-
 class CueScorer:
     """Hand-weighted cues through a logistic link."""
 

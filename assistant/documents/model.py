@@ -72,10 +72,6 @@ class Sentence:
     start: int | None = None  # offsets in the source text (drafts)
     end: int | None = None
 
-    @property
-    def has_citation(self) -> bool:
-        return bool(self.markers)
-
     def reference_indices(self) -> list[int]:
         out: list[int] = []
         for m in self.markers:

@@ -139,17 +139,6 @@ def sentence_bounds(text: str, pos: int) -> tuple[int, int]:
     return p_start, p_end
 
 
-def count_sentences(text: str) -> int:
-    text = text.strip()
-    if not text:
-        return 0
-    n = 1
-    for m in _SENTENCE_END_RE.finditer(text):
-        if not _ABBREV_RE.search(text[: m.start()]):
-            n += 1
-    return n
-
-
 def query_at(text: str, sel_start: int, sel_end: int) -> QuerySpec:
     """The query for a selection (or the sentence under the cursor) and its automatic mode
     (the one rule of ``retrieval.query.detect_mode``, as in the CLI)."""

@@ -17,7 +17,6 @@ ranker's feature rows of every query (``training.ranker`` fits and cross-validat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from assistant.evaluation.metrics import (
     write_trec_run,
 )
 from assistant.library.normalize import normalize_doi
+from assistant.progress import Progress, ProgressEvent
 
 LEVELS = ("paragraph", "sentence")
 VARIANTS = ("plain", "enhanced", "product")
@@ -106,7 +106,7 @@ def evaluate_acm_cr(
     blacklist: Path | str | None = None,
     run_dir: Path | str | None = None,
     limit: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     covered_only: bool = False,
     collect: list | None = None,
     abbreviations: bool = True,
@@ -222,7 +222,7 @@ def evaluate_acm_cr(
                 runs.setdefault((q.level, variant, stage), {})[q.qid] = ranked
             done += 1
             if progress:
-                progress(done, total)
+                progress(ProgressEvent(done, total, "query", f"query {done}/{total}"))
     result: dict = {
         "levels": {},
         "queries": {},

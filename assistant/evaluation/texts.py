@@ -72,23 +72,22 @@ def documents_from_db(db_path: Path | str, n: int) -> list[str]:
 def sample_documents(
     n: int, db_path: Path | str | None = None, archive: Path | str | None = None
 ) -> list[str]:
-    """``n`` real documents: from ``db_path`` if it has enough, else from the ACM-DL archive, else
-    as many as the bundled sample library has (``assistant/resources/sample/library.bib``)."""
-    from assistant.config import REPO_ROOT, RESOURCES_DIR
+    """``n`` real documents: from ``db_path`` if it has enough, else from the ACM-DL ``archive``
+    if given, else as many as the bundled sample library has
+    (``assistant/resources/sample/library.bib``)."""
+    from assistant.config import RESOURCES_DIR
 
     if db_path and Path(db_path).is_file():
         texts = documents_from_db(db_path, n)
         if len(texts) >= n:
             return texts
-    if archive is None:
-        archive = REPO_ROOT.parent / "shared" / "data" / "acm-cr" / "acm-dl.tar.xz"
-    if Path(archive).is_file():
+    if archive is not None and Path(archive).is_file():
         return documents_from_archive(archive, n)
     sample = RESOURCES_DIR / "sample" / "library.bib"
     texts = documents_from_bibtex(sample, n) if sample.is_file() else []
     if not texts:
         raise FileNotFoundError(
             f"no documents: {db_path or 'no --db'} has too few abstracts, "
-            f"{archive} is missing and so is the bundled {sample}"
+            f"{archive or 'no ACM-DL archive'} is missing and so is the bundled {sample}"
         )
     return texts

@@ -308,7 +308,7 @@ class DocumentsController(WindowPart):
             job,
             on_done=done,
             on_error=failed,
-            on_progress=lambda d, t, m: self.set_status(m),
+            on_progress=lambda e: self.set_status(e.message),
         )
 
     def find_missing(self, editor: ManuscriptEditor | None = None) -> int | None:

@@ -250,10 +250,6 @@ class ManuscriptEditor(QPlainTextEdit):
         cursor, text = self.textCursor(), self.toPlainText()
         return qtext.to_py(text, cursor.selectionStart()), qtext.to_py(text, cursor.selectionEnd())
 
-    def query_spec(self) -> textops.QuerySpec:
-        start, end = self.selection_range()
-        return textops.query_at(self.toPlainText(), start, end)
-
     def apply_edit(self, edit: textops.Edit) -> None:
         """Apply an edit as one undo step and put the cursor after it."""
         self.apply_edits([edit])

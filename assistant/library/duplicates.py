@@ -337,8 +337,3 @@ def merge(lib, keep_id: int, other_ids: list[int]) -> Paper:
         )
         lib.mark_changed([kept.id])
         return lib.get(kept.id)
-
-
-def merge_group(lib, group: DuplicateGroup) -> Paper:
-    """Merge a finder group into its first (richest) paper."""
-    return merge(lib, group.ids[0], group.ids[1:])

@@ -106,7 +106,6 @@ class ImportReport:
     files: int = 0
     issues: list[ImportIssue] = field(default_factory=list)
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    cancelled: bool = False
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
     citations_added: int = 0  # citation edges from imported PDFs (their intents still unlabelled)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from assistant.documents import markers as _markers
 from assistant.library import bibfile as _bibfile
-from assistant.service import AssistantError, Cancelled, intent_chips
+from assistant.service import AssistantError, Progress, check_cancelled, intent_chips
 from assistant.service import textops as _textops
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,7 @@ class Backend:
 
     def prepare(
         self,
-        progress: Callable[[str], None] | None = None,
+        progress: Progress | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> str:
         """Load the encoder, (incrementally) index the library and open the recommender on it.
@@ -253,15 +253,9 @@ class Backend:
         Blocking: call it on a loader thread. Returns a one-line status; raises
         :class:`EmptyLibrary`, ``Cancelled`` or the service's ``AssistantError``s.
         """
-
-        def report(event) -> None:
-            message = getattr(event, "message", "")
-            if progress is not None and message:
-                progress(str(message))
-
         service = self._service()
-        status = service.prepare(report, cancelled or (lambda: False))
-        _check(cancelled)
+        status = service.prepare(progress or (lambda event: None), cancelled or (lambda: False))
+        check_cancelled(cancelled)
         if not status.ready:
             raise EmptyLibrary(
                 f"{self.db_path}: the library is empty, so there is nothing to recommend yet "
@@ -296,7 +290,7 @@ class Backend:
             raise NotReady("recommendations are still loading")
         service = self._service()
         config = service.default_config(k=k, exclude_cited=True)
-        _check(cancelled)
+        check_cancelled(cancelled)
         result = service.recommend(query.query, config=config, cancelled=cancelled)
         out = []
         for item, chip in zip(result.items, intent_chips(result.items)):
@@ -335,7 +329,7 @@ class Backend:
         analysis = analyse_manuscript(
             self._service(), text, fmt=fmt, recommend=self.ready, k=k, cancelled=cancelled
         )
-        _check(cancelled)
+        check_cancelled(cancelled)
         out = []
         for item in analysis.missing:
             if item.start is None or item.end is None:
@@ -370,11 +364,6 @@ class EmptyLibrary(AssistantError, RuntimeError):
 
 class NotReady(AssistantError, RuntimeError):
     """Recommendations were asked for before :meth:`Backend.prepare` finished."""
-
-
-def _check(cancelled: Callable[[], bool] | None) -> None:
-    if cancelled is not None and cancelled():
-        raise Cancelled()
 
 
 def _authors(value) -> list[str]:

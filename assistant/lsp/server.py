@@ -134,8 +134,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
             return current is None or current.generation != generation
 
         def job():
-            if cancelled():
-                raise Cancelled()
+            backend.check_cancelled(cancelled)
             return fn(cancelled)
 
         future = pool.submit(job)
@@ -230,8 +229,9 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self._status("loading", "loading the recommendation models")
         token = await self._progress_begin("Cite-Assist", "Loading the recommendation models")
 
-        def progress(message: str) -> None:
-            self.post(self._progress_report, token, message)
+        def progress(event) -> None:  # a ProgressEvent
+            if event.message:
+                self.post(self._progress_report, token, event.message)
 
         try:
             message = await asyncio.get_running_loop().run_in_executor(

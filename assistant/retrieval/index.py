@@ -17,9 +17,7 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import shutil
-import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -27,11 +25,12 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+from filelock import Timeout
 
 from assistant import faults, filewrite
 from assistant.config import index_dir_for
-from assistant.errors import AssistantError, Cancelled
-from assistant.progress import Progress, ProgressEvent
+from assistant.errors import AssistantError
+from assistant.progress import Progress, ProgressEvent, check_cancelled
 from assistant.retrieval import index_files
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
@@ -59,10 +58,6 @@ KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
 DEFAULT_MAX_LENGTH = 256
 
 
-class IndexingCancelled(Cancelled):
-    """``cancelled()`` turned true; embedded chunks are kept and the next run resumes."""
-
-
 class IndexBusyError(AssistantError):
     """Another process is indexing the same library (its lock file is held)."""
 
@@ -74,46 +69,39 @@ def index_lock(
     cancelled: Callable[[], bool] | None = None,
     progress: Progress | None = None,
 ) -> Iterator[None]:
-    """Hold ``<index>/.lock`` (``flock``, released by the OS when the process dies, even by
-    ``kill -9``) for one indexing job. A second job (the CLI while the editor's server indexes)
-    waits up to ``wait_s`` (default ``INDEX_LOCK_WAIT_S``) for it -- the work left is then usually nothing -- and fails with
-    :class:`IndexBusyError` after that; ``cancelled()`` ends the wait (``IndexingCancelled``)."""
+    """Hold ``<index>/.lock`` (:func:`assistant.filewrite.file_lock`, released by the OS when the
+    process dies, even by ``kill -9``) for one indexing job. A second job (the CLI while the
+    editor's server indexes) waits up to ``wait_s`` (default ``INDEX_LOCK_WAIT_S``) for it -- the
+    work left is then usually nothing -- and fails with :class:`IndexBusyError` after that;
+    ``cancelled()`` ends the wait (``Cancelled``)."""
     root.mkdir(parents=True, exist_ok=True)
     lock_path = root / ".lock"
-    try:  # never blocks on a FIFO, never follows a link
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        raise IndexDamagedError(lock_path, exc.strerror or str(exc)) from exc
-    fh = os.fdopen(fd, "r+")
-    try:
-        index_files.expect(
-            stat.S_ISREG(os.fstat(fd).st_mode), lock_path, "not a regular file (a FIFO?)"
-        )
+    try:  # never follows a link, refuses a FIFO
+        lock = filewrite.file_lock(lock_path)
+    except filewrite.WriteRefused as exc:
+        raise IndexDamagedError(lock_path, exc.reason) from exc
+    wait_s = INDEX_LOCK_WAIT_S if wait_s is None else wait_s
+    deadline, told = time.monotonic() + wait_s, False
+    while True:
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no cross-process lock
-            fcntl = None
-        wait_s = INDEX_LOCK_WAIT_S if wait_s is None else wait_s
-        deadline, told = time.monotonic() + wait_s, False
-        while fcntl is not None:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() >= deadline:
-                    raise IndexBusyError(
-                        "another index job is running on this library; wait for it to finish",
-                        file=root,
-                    ) from None
-            if cancelled is not None and cancelled():
-                raise IndexingCancelled("cancelled while waiting for another index job")
-            if progress is not None and not told:
-                told = True
-                progress(ProgressEvent(0, None, "index", "Waiting for another index job…"))
-            time.sleep(0.2)
+            lock.acquire(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+            break
+        except Timeout:
+            if time.monotonic() >= deadline:
+                raise IndexBusyError(
+                    "another index job is running on this library; wait for it to finish",
+                    file=root,
+                ) from None
+        except OSError as exc:
+            raise IndexDamagedError(lock_path, exc.strerror or str(exc)) from exc
+        check_cancelled(cancelled, "cancelled while waiting for another index job")
+        if progress is not None and not told:
+            told = True
+            progress(ProgressEvent(0, None, "index", "Waiting for another index job…"))
+    try:
         yield
     finally:
-        fh.close()
+        lock.release()
 
 
 @dataclass
@@ -293,7 +281,7 @@ def build_index(
     A paper is embedded only when no vector exists for its exact ``encoder_text()`` under the
     same encoder fingerprint (in this index, in an interrupted run's chunks, or in the
     ``reuse_from`` embedding caches / index folders). ``cancelled()`` is checked between
-    chunks: it raises :class:`IndexingCancelled` and the next run resumes from the saved chunks.
+    chunks: it raises :class:`~assistant.errors.Cancelled` and the next run resumes from the saved chunks.
     With ``embed_budget_s``, embedding stops after that many seconds and a *partial* dense index
     (the papers embedded so far; BM25 covers all) is written: ``meta["missing"]`` says how many
     papers still lack a vector, and the next run continues.
@@ -517,17 +505,12 @@ def _embed(
                 len(order),
             )
             return
-        if cancelled is not None and cancelled():
-            raise IndexingCancelled(
-                f"indexing cancelled after {done} of {len(order)} papers (resumable)"
-            )
+        stopped = f"indexing cancelled after {done} of {len(order)} papers (resumable)"
+        check_cancelled(cancelled, stopped)
         chunk = order[start : start + chunk_size]
 
-        def between_batches(_event, done=done) -> None:  # Cancel acts within one batch
-            if cancelled is not None and cancelled():
-                raise IndexingCancelled(
-                    f"indexing cancelled after {done} of {len(order)} papers (resumable)"
-                )
+        def between_batches(_event, stopped=stopped) -> None:  # Cancel acts within one batch
+            check_cancelled(cancelled, stopped)
 
         vecs = np.asarray(
             encoder.encode(

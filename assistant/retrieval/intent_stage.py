@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from assistant.inference.intent import LABELS
+from assistant.progress import ProgressEvent
 
 if TYPE_CHECKING:
     from assistant.retrieval.pipeline import Recommendation
@@ -346,7 +347,7 @@ def classify_library_citations(
     relabelled. The model is recorded only after every batch is stored, so an interrupted
     relabelling starts again on the next call. Citations with an empty context stay unlabelled.
     PDF import calls this after adding a paper's citation edges (cheap: only new rows).
-    ``progress(done, total)`` is called after each batch.
+    ``progress`` gets a ``ProgressEvent`` (stage "intent") after each batch.
     """
     from assistant.inference.intent import load_intent_classifier
 
@@ -365,7 +366,11 @@ def classify_library_citations(
                 library.set_citation_intent(cid, pred.label, round(pred.confidence, 4))
         report.labelled += len(chunk)
         if progress:
-            progress(report.labelled, len(todo))
+            progress(
+                ProgressEvent(
+                    report.labelled, len(todo), "intent", f"{report.labelled}/{len(todo)} citations"
+                )
+            )
     if (
         report.skipped_empty and relabel_all
     ):  # stale labels of empty contexts would keep an old model's output

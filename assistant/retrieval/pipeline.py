@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from assistant.errors import Cancelled
 from assistant.library.models import Paper
 from assistant.library.normalize import title_key
+from assistant.progress import check_cancelled
 from assistant.retrieval import fusion as fusion_mod
 from assistant.retrieval.intent_stage import label_recommendations
 from assistant.retrieval.protocols import IntentLabeller, Reranker
@@ -37,9 +37,8 @@ DEFAULT_SUPPORT = {"local": (0.1, 0.75), "paragraph": (0.1, 0.75), "global": (0.
 #: reranked heads remembered (a head is ~20 papers' texts: a few MB at most)
 RERANK_CACHE = 64
 
-
-class RecommendationCancelled(Cancelled):
-    """``cancelled()`` returned True between two stages."""
+#: the message of the ``Cancelled`` raised when ``cancelled()`` turns true between two stages
+STOPPED = "recommendation cancelled"
 
 
 @dataclass
@@ -168,14 +167,14 @@ class Recommender:
                 bm25_run = self.searcher.bm25_search(
                     parts, bm25_w, config.depth, allowed, config.bm25_query_tf
                 )
-        _check(cancelled)
+        check_cancelled(cancelled, STOPPED)
         if config.use_dense and self.searcher.has_dense:
             inner: dict[str, float] = {}
             with clock.stage("dense"):
                 dense_run = self.searcher.dense_search(parts, dense_w, config.depth, allowed, inner)
             # the query encoder's share (the searcher times it inside dense_search)
             clock.move("dense", "encode", inner.get("encode", 0.0), inner.get("encode_cpu", 0.0))
-        _check(cancelled)
+        check_cancelled(cancelled, STOPPED)
         with clock.stage("fuse"):
             runs = {"dense": dense_run, "bm25": bm25_run}
             fused = fusion_mod.fuse(
@@ -206,11 +205,11 @@ class Recommender:
             else:
                 with clock.stage("candidates"):
                     items = self._candidates(pre, config)
-            _check(cancelled)
+            check_cancelled(cancelled, STOPPED)
             if config.reranker and items:
                 with clock.stage("rerank"):
                     items = self._rerank(pre.parts, items, config)
-                _check(cancelled)
+                check_cancelled(cancelled, STOPPED)
             need = config.use_intent and self._intent_fn and config.intent_preference
             items = items[: max(config.k, config.intent_pool) if need else config.k]
             for rank, item in enumerate(items, start=1):
@@ -417,11 +416,6 @@ class Recommender:
 def _title_key(paper: Paper) -> str | None:
     key = title_key(paper.title or "")
     return "title:" + key if key else None
-
-
-def _check(cancelled: Callable[[], bool] | None) -> None:
-    if cancelled is not None and cancelled():
-        raise RecommendationCancelled("recommendation cancelled")
 
 
 def prefilter_candidates(

@@ -9,12 +9,13 @@ reranker) without touching the pipeline. The shipped implementations are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from assistant.progress import Progress
     from assistant.retrieval.query import QueryParts
 
 #: ``(paper ids, scores)``, best first.
@@ -39,7 +40,7 @@ class Encoder(Protocol):
         self,
         texts: Sequence[str] | str,
         batch_size: int = 32,
-        progress: Callable[..., None] | None = None,
+        progress: Progress | None = None,
     ) -> np.ndarray: ...
 
 

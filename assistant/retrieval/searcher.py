@@ -227,6 +227,3 @@ class Searcher:
         )
         keep = ids[0] >= 0
         return ids[0][keep].astype(np.int64), scores[0][keep].astype(np.float32)
-
-    def top_bm25(self, scores: np.ndarray, depth: int, mask: np.ndarray | None):
-        return top_k(scores, self.bm25.ids, depth, mask)

@@ -19,7 +19,7 @@ from assistant.library.bibfile import (
 from assistant.library.models import ImportReport, Paper
 from assistant.library.schema import LibraryOpenError, database_error
 from assistant.library.store import Library
-from assistant.progress import CancelCheck, Progress, ProgressEvent
+from assistant.progress import CancelCheck, Progress, ProgressEvent, check_cancelled
 from assistant.retrieval.bm25 import content_words
 from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
@@ -92,6 +92,7 @@ __all__ = [
     "ServiceSettings",
     "analyse_manuscript",
     "apply_bib_change",
+    "check_cancelled",
     "content_words",
     "database_error",
     "detect_mode",

@@ -360,8 +360,6 @@ class Service:
                 cancelled=cancelled,
                 workers=workers,
             )
-            if report.cancelled:
-                raise Cancelled("import cancelled: nothing was imported")
             if report.citations_added:
                 label_new_citations(self.library, report)
             progress(
@@ -403,9 +401,14 @@ class Service:
                     raise EmptyLibraryError(
                         f"the library {self.db_path} is empty: import papers first"
                     )
-                result = adapt_encoder(self.library, opts, progress=progress, cancelled=cancelled)
-                if result.stopped_reason == "cancelled":
-                    raise Cancelled("adaptation cancelled: the current encoder stays in use")
+                try:
+                    result = adapt_encoder(
+                        self.library, opts, progress=progress, cancelled=cancelled
+                    )
+                except Cancelled as exc:
+                    raise Cancelled(
+                        "adaptation cancelled: the current encoder stays in use"
+                    ) from exc
                 self.settings.encoder = opts.name
                 with self._encoder_lock:
                     self._encoder = None  # the re-built index names the adapted encoder

@@ -19,7 +19,8 @@ def label_library_citations(
     db_path: Path, force: bool = False, classifier=None, progress=None
 ) -> LabelReport:
     """Label the intents of the library's citation contexts (only unlabelled ones unless the
-    model changed or ``force``); ``progress(done, total)`` after each batch."""
+    model changed or ``force``); ``progress`` gets a
+    :class:`~assistant.progress.ProgressEvent` after each batch."""
     with Library(db_path) as library:
         return classify_library_citations(
             library, force=force, classifier=classifier, progress=progress

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, Cancelled
 from assistant.progress import Progress, ProgressEvent
 from assistant.textfile import iter_jsonl
 
@@ -60,7 +60,7 @@ class TrainReport:
     seconds: float = 0.0
     device: str = "cpu"
     resumed_from_step: int = 0
-    stopped_reason: str = "completed"  # completed | max_steps | max_minutes | cancelled
+    stopped_reason: str = "completed"  # completed | max_steps | max_minutes (Cancel raises)
     data_stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -148,7 +148,8 @@ def base_model_path(name: str = "minilm") -> Path:
 
 
 class Budget:
-    """Hard caps on steps and wall minutes, plus the caller's cancel flag."""
+    """Hard caps on steps and wall minutes, plus the caller's cancel flag (``train_loop`` saves
+    a checkpoint and raises ``Cancelled`` when it turns true)."""
 
     def __init__(
         self, max_steps: int | None, max_minutes: float | None, cancelled: CancelledFn | None
@@ -478,7 +479,9 @@ def train_loop(
     checkpoint_minutes: float,
     progress: ProgressFn | None = None,
 ) -> LoopResult:
-    """The optimisation loop shared by the trainers: steps, clipping, logging, checkpoints, caps."""
+    """The optimisation loop shared by the trainers: steps, clipping, logging, checkpoints, caps.
+
+    Cancel saves a checkpoint (the next run resumes from it) and raises ``Cancelled``."""
     import torch
 
     order = epoch_order(n_examples, seed, step * batch)
@@ -510,6 +513,11 @@ def train_loop(
                 work_dir, model, tokenizer, optimizer, scheduler, step, {**extra, "losses": losses}
             )
             last_ckpt = time.monotonic()
+    if reason == "cancelled":
+        raise Cancelled(
+            f"training cancelled at step {step} of {total}; the next run resumes from its "
+            "checkpoint"
+        )
     if window:
         losses.append(round(sum(window) / len(window), 4))
     return LoopResult(step, reason, losses)

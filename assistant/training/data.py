@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assistant.config import REPO_ROOT
 from assistant.documents.markers import strip_citation_markers as strip_markers
 
 # one marker stripper / sentence splitter for queries at training and at recommendation time
@@ -42,8 +41,15 @@ _WORD = re.compile(r"\w+")
 CandidateFn = Callable[[str, int], list[int]]
 
 
-def shared_data_dir() -> Path:
-    return Path(os.environ.get("ASSISTANT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+#: names the research data folder (SciCite, citectx, ACM-CR) the training commands may read
+SHARED_DATA_ENV = "ASSISTANT_SHARED_DATA"
+
+
+def shared_data_dir() -> Path | None:
+    """The research data folder named by ``$ASSISTANT_SHARED_DATA``; None when unset (the
+    product has no default beside its checkout: commands take explicit paths, tools/ guess)."""
+    value = os.environ.get(SHARED_DATA_ENV)
+    return Path(value) if value else None
 
 
 def load_blacklist(path: Path | str | None = None) -> set[str]:

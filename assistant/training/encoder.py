@@ -334,12 +334,11 @@ def adapt_encoder(
         progress,
     )
     common.record_result(report, result, total, steps_per_epoch, opts.epochs, batch, len(rows))
-    if report.stopped_reason != "cancelled":
-        report.model_dir = str(
-            export_encoder(model.to("cpu").eval(), tokenizer, out_dir, opts, stats, result.step)
-        )
-        if opts.reindex:
-            report.notes.append(_reindex(library, Path(report.model_dir), progress, cancelled))
+    report.model_dir = str(
+        export_encoder(model.to("cpu").eval(), tokenizer, out_dir, opts, stats, result.step)
+    )
+    if opts.reindex:
+        report.notes.append(_reindex(library, Path(report.model_dir), progress, cancelled))
     report.seconds = round(time.monotonic() - started, 1)
     return report
 

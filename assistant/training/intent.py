@@ -26,6 +26,7 @@ import numpy as np
 from assistant.errors import AssistantError
 from assistant.evaluation.metrics import classification_metrics
 from assistant.inference.intent import LABELS, normalize_context
+from assistant.progress import Progress, ProgressEvent, no_progress
 from assistant.training.common import safe_torch_load
 from assistant.training.intent_calibration import cv_bias_gain, fit_class_bias, fit_temperature
 from assistant.training.intent_card import ship_int8_only, write_model_card
@@ -219,8 +220,12 @@ def _atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> dict:
-    """Train (resuming from ``work_dir/last.pt`` if present), export, return the summary."""
+def train(
+    cfg: IntentTrainConfig, progress: Progress = no_progress, export_only: bool = False
+) -> dict:
+    """Train (resuming from ``work_dir/last.pt`` if present), export, return the summary.
+
+    ``progress`` gets a :class:`ProgressEvent` per report (stage "training": steps of all)."""
     # long: the training loop with its resume, evaluation and checkpoint points in one place
     import torch
     from transformers import AutoTokenizer, get_linear_schedule_with_warmup
@@ -289,7 +294,11 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
         sched.load_state_dict(ck["sched"])
         state = ck["state"]
         torch.set_rng_state(ck["torch_rng"])
-        progress(f"resumed from {last} at step {state['step']}/{total}")
+        progress(
+            ProgressEvent(
+                state["step"], total, "training", f"resumed from {last} at step {state['step']}"
+            )
+        )
     dev_texts = [e.text for e in dev_set]
     dev_y = np.array([e.label for e in dev_set])
     soft = None
@@ -307,8 +316,13 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
             state["best_f1"], state["best_step"] = f1, state["step"]
             _atomic_save(model.state_dict(), best)
         progress(
-            f"step {state['step']}/{total} dev macro-F1 {f1:.4f} (best {state['best_f1']:.4f} "
-            f"@ {state['best_step']}) {time.time() - t_start:.0f}s"
+            ProgressEvent(
+                state["step"],
+                total,
+                "training",
+                f"dev macro-F1 {f1:.4f} (best {state['best_f1']:.4f} @ {state['best_step']}) "
+                f"{time.time() - t_start:.0f}s",
+            )
         )
         model.train()
 
@@ -354,8 +368,12 @@ def train(cfg: IntentTrainConfig, progress=print, export_only: bool = False) -> 
             state["step"] += 1
             if state["step"] % 50 == 0:
                 progress(
-                    f"step {state['step']}/{total} loss {loss.item():.4f} "
-                    f"{time.time() - t_start:.0f}s"
+                    ProgressEvent(
+                        state["step"],
+                        total,
+                        "training",
+                        f"loss {loss.item():.4f} {time.time() - t_start:.0f}s",
+                    )
                 )
             if state["step"] % eval_every == 0 or state["step"] == total:
                 evaluate_and_keep()
@@ -389,7 +407,7 @@ def evaluate_exported(out_dir: Path, texts: list[str], y: np.ndarray, labels) ->
     return out
 
 
-def _export_only(cfg: IntentTrainConfig, progress=print) -> dict:
+def _export_only(cfg: IntentTrainConfig, progress: Progress = no_progress) -> dict:
     """Calibrate and export ``work_dir/best.pt`` without (more) training (e.g. a stopped run)."""
     from transformers import AutoTokenizer
 
@@ -423,7 +441,7 @@ def _freeze_below(encoder, top: int) -> None:
             p.requires_grad_(False)
 
 
-def _warm_start(model, checkpoint: Path, progress=print) -> None:
+def _warm_start(model, checkpoint: Path, progress: Progress = no_progress) -> None:
     """Load the weights of an earlier run (a ``last.pt`` or ``best.pt``) before training continues
     on a fresh schedule, e.g. one more epoch at a lower learning rate."""
 
@@ -431,7 +449,7 @@ def _warm_start(model, checkpoint: Path, progress=print) -> None:
         raise AssistantError(f"--init-from: {checkpoint} not found")
     ck = safe_torch_load(checkpoint)
     model.load_state_dict(ck["model"] if isinstance(ck, dict) and "model" in ck else ck)
-    progress(f"warm start from {checkpoint}")
+    progress(ProgressEvent(0, None, "training", f"warm start from {checkpoint}"))
 
 
 def _config_key(cfg: IntentTrainConfig) -> str:
@@ -444,7 +462,7 @@ def _config_key(cfg: IntentTrainConfig) -> str:
 
 
 def finish(
-    cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, progress=print
+    cfg, model, tokenizer, base_path, state, dev_texts, dev_y, n_train, progress=no_progress
 ) -> dict:
     """Reload the best checkpoint, calibrate on dev, export ONNX + manifest + model card."""
 
@@ -477,7 +495,13 @@ def finish(
     }
     (cfg.work_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     progress(
-        f"best dev macro-F1 {metrics['macro_f1']:.4f} at step {state['best_step']}; T={temperature:.3f}"
+        ProgressEvent(
+            0,
+            None,
+            "calibrate",
+            f"best dev macro-F1 {metrics['macro_f1']:.4f} at step {state['best_step']}; "
+            f"T={temperature:.3f}",
+        )
     )
     if cfg.export:
         from assistant.inference.export import export_transformer
@@ -513,5 +537,5 @@ def finish(
         summary["int8_dev"] = evaluate_exported(cfg.out_dir, dev_texts, dev_y, cfg.labels)
         (cfg.work_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
         write_model_card(cfg.out_dir, summary)
-        progress(f"exported to {cfg.out_dir}")
+        progress(ProgressEvent(0, None, "export", f"exported to {cfg.out_dir}"))
     return summary

@@ -115,9 +115,13 @@ def load_citectx(path: str | Path, limit: int | None = None) -> list[CitePair]:
 
 
 def citectx_dir() -> Path:
-    from assistant.training.data import shared_data_dir
+    """``$ASSISTANT_SHARED_DATA/citectx`` (an error when the variable is unset)."""
+    from assistant.training.data import SHARED_DATA_ENV, shared_data_dir
 
-    return shared_data_dir() / "citectx"
+    shared = shared_data_dir()
+    if shared is None:
+        raise AuxDataError(f"no citectx data: set {SHARED_DATA_ENV} to the folder holding citectx/")
+    return shared / "citectx"
 
 
 def load_aux_training(paths: list[Path] | None = None) -> list[CitePair]:

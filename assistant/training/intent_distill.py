@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from assistant.errors import AssistantError
+from assistant.progress import Progress, ProgressEvent, no_progress
 
 __all__ = ["dump_teacher_logits", "load_teacher_logits", "soft_target_loss"]
 
@@ -49,7 +50,9 @@ def load_teacher_logits(path: Path, texts: list[str]) -> np.ndarray:
     return np.stack([logits[index[_key(t)]] for t in texts]).astype(np.float32)
 
 
-def dump_teacher_logits(cfg, checkpoint: Path, out_path: Path, progress=print) -> Path:
+def dump_teacher_logits(
+    cfg, checkpoint: Path, out_path: Path, progress: Progress = no_progress
+) -> Path:
     """Run the teacher (``cfg.base_model`` + ``checkpoint`` weights) over the training texts."""
     import torch
     from transformers import AutoTokenizer
@@ -63,12 +66,16 @@ def dump_teacher_logits(cfg, checkpoint: Path, out_path: Path, progress=print) -
     model.load_state_dict(ck.get("model", ck))
     tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
     texts = [e.text for e in training_examples(cfg)]
-    progress(f"teacher logits for {len(texts)} texts from {checkpoint}")
+    progress(
+        ProgressEvent(
+            0, len(texts), "teacher", f"teacher logits for {len(texts)} texts from {checkpoint}"
+        )
+    )
     logits = predict_logits(model, tokenizer, texts, cfg.max_length, batch_size=32)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_name(out_path.name + ".tmp.npz")
     np.savez(tmp, keys=np.array([_key(t) for t in texts]), logits=logits)
     tmp.replace(out_path)
-    progress(f"wrote {out_path}")
+    progress(ProgressEvent(len(texts), len(texts), "teacher", f"wrote {out_path}"))
     return out_path

@@ -28,6 +28,7 @@ import numpy as np
 from assistant.inference.intent import LABELS
 from assistant.inference.paper_intent import PROFILE_FILE, PaperProfileModel, paper_text
 from assistant.library.normalize import title_key
+from assistant.progress import Progress, ProgressEvent, no_progress
 from assistant.training.intent_aux import (
     AUX_HELDOUT_FILES,
     AUX_TRAIN_FILES,
@@ -177,7 +178,7 @@ def uncertain_table(probs: np.ndarray, y: np.ndarray) -> list[dict]:
     return rows
 
 
-def build(intent_model: str | None, out_dir: Path, progress=print) -> dict:
+def build(intent_model: str | None, out_dir: Path, progress: Progress = no_progress) -> dict:
     """Fit the profile model and the combination; write ``out_dir/paper_profile.json``."""
     from assistant.inference.intent import IntentClassifier
     from assistant.retrieval.intent_stage import PRIOR_STRENGTH, SCICITE_PRIOR
@@ -187,7 +188,14 @@ def build(intent_model: str | None, out_dir: Path, progress=print) -> dict:
     held = [p for f in AUX_HELDOUT_FILES for p in load_citectx(d / f)]
     train_keys = {p.context.lower() for p in train}
     held = [p for p in held if p.context.lower() not in train_keys]
-    progress(f"profile model on {len(train)} training pairs; {len(held)} held-out pairs")
+    progress(
+        ProgressEvent(
+            0,
+            None,
+            "training",
+            f"profile model on {len(train)} training pairs; {len(held)} held-out",
+        )
+    )
     spec = fit_profile(train)
     model = PaperProfileModel(spec)
     q = model.predict_proba([pair_text(p) for p in held])
@@ -232,5 +240,5 @@ def build(intent_model: str | None, out_dir: Path, progress=print) -> dict:
     spec["version"] = f"paper-profile@{len(train)}x{len(spec['vocab'])}"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PROFILE_FILE).write_text(json.dumps(spec), encoding="utf-8")
-    progress(f"wrote {out_dir / PROFILE_FILE}")
+    progress(ProgressEvent(1, 1, "export", f"wrote {out_dir / PROFILE_FILE}"))
     return metrics

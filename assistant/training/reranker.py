@@ -297,7 +297,7 @@ def train_reranker(
     common.record_result(
         report, result, total, steps_per_epoch, opts.epochs, opts.batch_queries, len(examples)
     )
-    if opts.export and report.stopped_reason != "cancelled":
+    if opts.export:
         report.model_dir = str(export_reranker(model, tokenizer, out_dir, opts, stats, result.step))
     report.seconds = round(time.monotonic() - started, 1)
     return report

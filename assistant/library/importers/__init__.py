@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from assistant import faults
-from assistant.errors import Cancelled
 from assistant.library.importers.bibtex import parse_bibtex_file
 from assistant.library.importers.common import ImportFileError, ParsedFile
 from assistant.library.importers.csljson import parse_csljson_file
 from assistant.library.importers.ris import parse_ris_file
 from assistant.library.importers.zotero import parse_zotero_file
 from assistant.library.models import ImportIssue, ImportReport
-from assistant.progress import Progress, ProgressEvent
+from assistant.progress import Progress, ProgressEvent, check_cancelled
 from assistant.textfile import FileRefused, human_size, max_file_bytes, read_file
 
 log = logging.getLogger(__name__)
@@ -52,8 +51,8 @@ PARSERS: dict[str, Callable[[Path], ParsedFile]] = {
 PROGRESS_EVERY = 2000  # records between progress callbacks inside a file
 
 
-class ImportCancelled(Cancelled):
-    """Raised inside the import transaction when the caller cancels; everything is rolled back."""
+#: the message of the ``Cancelled`` an import raises (inside its transaction: all rolled back)
+ROLLED_BACK = "import cancelled: nothing was imported"
 
 
 def detect_format(path: Path) -> str | None:
@@ -221,8 +220,7 @@ def _parsed(
                         parsed = future.result(timeout=0.1)
                         break
                     except concurrent.futures.TimeoutError:
-                        if cancelled():
-                            raise ImportCancelled from None
+                        check_cancelled(cancelled, ROLLED_BACK)
                 yield parsed
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -342,7 +340,7 @@ def import_paths(
     """Import files/folders into ``library`` in one transaction; returns counts and issues.
 
     ``progress`` is called after each file and every ``PROGRESS_EVERY`` records; when
-    ``cancelled()`` turns true the whole import is rolled back (``report.cancelled``).
+    ``cancelled()`` turns true the whole import is rolled back and ``Cancelled`` raised.
     """
     start, cpu0 = time.perf_counter(), _cpu_time()
     report = ImportReport()
@@ -357,29 +355,25 @@ def import_paths(
     state = {"records": 0, "bytes": 0, "files": 0}
 
     def tick(current: str) -> None:
-        if cancelled and cancelled():
-            raise ImportCancelled
+        check_cancelled(cancelled, ROLLED_BACK)
         if progress:
             progress(_progress_event(state, len(files), total_bytes, start, current))
 
-    try:
-        with library.transaction():
-            tick("")
-            with library.bulk_fts():  # FTS rows of new papers are written in bulk at the end
-                for parsed in _parsed(jobs, workers, cancelled):
-                    _store(library, parsed, report, state, tick)
-                    state["files"] += 1
-                    state["bytes"] += sizes.get(parsed.path, 0)
-                    report.files += 1
-                    tick(parsed.path)
-            for path in pdfs:  # after the FTS flush: PDF reference linking searches the library
-                _import_pdf(library, path, report)
+    with library.transaction():  # Cancelled (or any failure) rolls everything back
+        tick("")
+        with library.bulk_fts():  # FTS rows of new papers are written in bulk at the end
+            for parsed in _parsed(jobs, workers, cancelled):
+                _store(library, parsed, report, state, tick)
                 state["files"] += 1
-                state["bytes"] += sizes.get(str(path), 0)
+                state["bytes"] += sizes.get(parsed.path, 0)
                 report.files += 1
-                tick(str(path))
-    except ImportCancelled:
-        report = ImportReport(files=report.files, issues=report.issues, cancelled=True)
+                tick(parsed.path)
+        for path in pdfs:  # after the FTS flush: PDF reference linking searches the library
+            _import_pdf(library, path, report)
+            state["files"] += 1
+            state["bytes"] += sizes.get(str(path), 0)
+            report.files += 1
+            tick(str(path))
     report.elapsed_s = time.perf_counter() - start
     report.cpu_s = _cpu_time() - cpu0
     return report
@@ -403,4 +397,4 @@ def _size(path: Path) -> int:
         return 0
 
 
-__all__ = ["ImportCancelled", "detect_format", "expand_paths", "import_paths"]
+__all__ = ["ROLLED_BACK", "detect_format", "expand_paths", "import_paths"]

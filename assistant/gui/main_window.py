@@ -49,6 +49,7 @@ from assistant.service import (
     Service,
     ServiceSettings,
     import_summary,
+    manuscript_cited_ids,
     query_for_selection,
     textops,
 )
@@ -106,6 +107,8 @@ class MainWindow(QMainWindow, DocumentOps):
         self.results_panel.insert_requested.connect(self.insert_recommendation)
         self.results_panel.copy_requested.connect(self.copy_bibtex)
         self.results_panel.need_changed.connect(self._need_changed)
+        # "Hide cited" is the service's exclusion rule (exclude_cited): recommend again
+        self.results_panel.exclude_cited.toggled.connect(lambda _on: self._need_changed(""))
         self._dock(self.results_panel, "Recommendations", Qt.DockWidgetArea.RightDockWidgetArea)
         self.results_panel.leave_requested.connect(self.back_to_text)
         self.flagged_list = FlaggedList()
@@ -503,13 +506,11 @@ class MainWindow(QMainWindow, DocumentOps):
         editor, state = self.current_editor(), self.current_state()
         text = editor.toPlainText()
         start, end = editor.selection_range()
-        self.cited_ids = self._cited_ids(text, state.style)
-        if state.extras.get("cited_ids") or state.extras.get("self_ids"):  # a manuscript PDF
-            self.cited_ids = tuple(
-                dict.fromkeys(
-                    (*state.extras.get("self_ids", ()), *state.extras.get("cited_ids", ()))
-                )
-            )
+        doc = state.extras.get("doc")  # a manuscript PDF: its references, year and DOI
+        library = self.library_panel.library
+        self.cited_ids = (
+            manuscript_cited_ids(library, text, state.style, doc) if library is not None else ()
+        )
         return query_for_selection(
             text,
             start,
@@ -518,13 +519,9 @@ class MainWindow(QMainWindow, DocumentOps):
             state.style,
             meta=(state.title, state.abstract) if state.read_only else None,
             cited_ids=self.cited_ids,
+            year=getattr(doc, "year", None),
+            doi=getattr(doc, "doi", None),
         )
-
-    def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
-        if self.library_panel.library is None:
-            return ()
-        keys = sorted(textops.cited_keys(text, style))
-        return self.engine.cited_ids(keys, self.library_panel.library)
 
     def recommend(self) -> int | None:
         """Run the pipeline for the selection/cursor on the recommend thread (a newer call wins).
@@ -558,7 +555,7 @@ class MainWindow(QMainWindow, DocumentOps):
             self.set_status("Nothing to search for: the query has only stop words")
             return None
         k = self.settings.k
-        extra = min(len(self.cited_ids), 20)
+        hide_cited = self.results_panel.exclude_cited.isChecked()  # the service's one rule
         self.mode_label.setText(f"  → {spec.mode}")
         self.results_panel.set_message(
             f"Recommending ({spec.mode}) for: “{_esc(spec.text[:140])}”…"
@@ -571,7 +568,7 @@ class MainWindow(QMainWindow, DocumentOps):
         only_collection = self.library_panel.recommend_collection
 
         def job(progress, cancelled):
-            config = replace(self.engine.default_config(), k=k + extra, exclude_cited=False)
+            config = self.engine.default_config(k=k, exclude_cited=hide_cited)
             if max_year is not None:
                 config.max_year = max_year
             if intent:
@@ -600,9 +597,6 @@ class MainWindow(QMainWindow, DocumentOps):
         self.last_result = result
         editor, state = self.current_editor(), self.current_state()
         cited = textops.cited_keys(editor.toPlainText(), state.style)
-        self_ids = set(state.extras.get("self_ids", ()))
-        if self_ids:  # a manuscript PDF never recommends itself
-            result.items = [r for r in result.items if r.paper.id not in self_ids]
         cited_ids = set(state.extras.get("cited_ids", ()))
         cited |= {r.paper.citekey for r in result.items if r.paper.id in cited_ids}
         timings = getattr(result, "timings_ms", {}) or {}

@@ -53,7 +53,8 @@ class PipelineConfig:
     ranker: str | None = None  # learned-ranker folder/file (retrieval.ranker; resolved, not "auto")
     use_intent: bool = True
     exclude_ids: Collection[int] = ()
-    exclude_cited: bool = True  # drop the manuscript itself and what it already cites
+    #: drop what the manuscript already cites (the service's rule, ``service.exclusions``)
+    exclude_cited: bool = True
     max_year: int | None = None
     only_ids: Collection[int] | None = None  # recommend only from these papers
     collection_ids: Collection[int] = ()  # ... or only from these library collections
@@ -120,8 +121,14 @@ class Recommender:
         index_dir=None,
         searcher: SearcherProtocol | None = None,
         intent_labeller: IntentLabeller | None = label_recommendations,
+        exclusions: Callable[[object, Query, PipelineConfig], Collection[int]] | None = None,
     ):
+        """``exclusions(library, query, config)``: the ids a query must not get besides
+        ``config.exclude_ids`` (the service passes its one rule,
+        :func:`assistant.service.exclusions.excluded_ids`; without it only ``exclude_ids``
+        and the trash are left out)."""
         self.library = library
+        self._exclusions = exclusions
         self.config = config or PipelineConfig()
         self.searcher: SearcherProtocol = searcher or Searcher.open(
             library, encoder=encoder, index_dir=index_dir, need_dense=self.config.use_dense
@@ -295,17 +302,8 @@ class Recommender:
     def _excluded(self, query: Query, config: PipelineConfig) -> set[int]:
         excluded = {int(i) for i in config.exclude_ids}
         excluded.update(self.library.trashed_ids())  # in the index until the next `index` run
-        if config.exclude_cited:
-            excluded.update(int(i) for i in query.cited_ids)
-            if query.manuscript_id is not None:
-                excluded.add(int(query.manuscript_id))
-                excluded.update(
-                    c.cited_id for c in self.library.citations_from(query.manuscript_id)
-                )
-            if (
-                query.title
-            ):  # the manuscript may be in the library already (a preprint, an imported PDF)
-                excluded.update(self.library.same_work_ids(query.title, year=query.year))
+        if self._exclusions is not None:
+            excluded.update(int(i) for i in self._exclusions(self.library, query, config))
         return excluded
 
     def _only(self, allowed: np.ndarray | None, config: PipelineConfig) -> np.ndarray | None:
@@ -437,3 +435,21 @@ def prefilter_candidates(
     config = replace(recommender.config, exclude_ids=tuple(exclude_ids), filter_by_year=False)
     pre = recommender.prefilter(Query(text=text, mode=mode, title=title, abstract=abstract), config)
     return pre.fused[:k]
+
+
+def pipeline_config(
+    *,
+    reranker: str | None = "auto",
+    ranker: str | None = "auto",
+    use_intent: bool = True,
+    **overrides,
+) -> PipelineConfig:
+    """THE pipeline-configuration factory (the service's settings, ``eval acm-cr``,
+    ``bench query`` and the evaluation tools): the learned ranker and the cross-encoder resolved
+    from their settings (``"auto"``: the shipped ones; ``None``/``"off"``: none; else a folder),
+    then ``overrides`` (any :class:`PipelineConfig` field)."""
+    from assistant.retrieval.ranker import resolve_ranker
+    from assistant.retrieval.reranker_setting import resolve_reranker
+
+    config = PipelineConfig(ranker=resolve_ranker(ranker), use_intent=use_intent)
+    return replace(resolve_reranker(reranker).apply(config), **overrides)

@@ -14,7 +14,12 @@ from assistant.documents.bibfile import (
     apply_bib_change,
     read_bib,
 )
-from assistant.documents.model import Document, DocumentError
+from assistant.documents.model import (
+    Document,
+    DocumentError,
+    MissingCitation,
+    SuggestedPaper,
+)
 from assistant.errors import AssistantError, Cancelled
 from assistant.library.models import ImportReport, Paper
 from assistant.library.schema import LibraryOpenError
@@ -28,11 +33,18 @@ from assistant.retrieval.query import (
     MODES,
     EmptyQueryError,
     Query,
+    build_query,
     detect_mode,
     strip_citation_markers,
 )
 from assistant.retrieval.reranker_setting import RerankerSetting, resolve_reranker
-from assistant.service.chips import IntentChip, intent_chip, intent_chips, sentence_label
+from assistant.service.chips import (
+    IntentChip,
+    chip_texts,
+    intent_chip,
+    intent_chips,
+    sentence_label,
+)
 from assistant.service.engine import (
     IMPORTED_STAGE,
     IndexStatus,
@@ -44,14 +56,19 @@ from assistant.service.engine import (
     paper_bibtex,
     require_library,
 )
+from assistant.service.exclusions import excluded_ids, manuscript_cited_ids, own_ids
 from assistant.service.writing import (
+    MANUSCRIPT_K,
     CitationInsert,
     ManuscriptAnalysis,
     analyse_manuscript,
+    find_passage,
+    manuscript_style,
     pdf_exclusions,
     plan_citation,
     query_for_selection,
     query_for_text,
+    query_in_manuscript,
     read_manuscript,
     sync_manuscript_bib,
     write_pending_entries,
@@ -60,6 +77,7 @@ from assistant.service.writing import (
 __all__ = [
     "IMPORTED_STAGE",
     "INDEX_KINDS",
+    "MANUSCRIPT_K",
     "MODES",
     "AppendResult",
     "AssistantError",
@@ -79,6 +97,7 @@ __all__ = [
     "LibraryMissingError",
     "LibraryOpenError",
     "ManuscriptAnalysis",
+    "MissingCitation",
     "Paper",
     "PipelineConfig",
     "Progress",
@@ -89,19 +108,28 @@ __all__ = [
     "RerankerSetting",
     "Service",
     "ServiceSettings",
+    "SuggestedPaper",
     "analyse_manuscript",
     "apply_bib_change",
+    "build_query",
+    "chip_texts",
     "detect_mode",
+    "excluded_ids",
+    "find_passage",
     "import_summary",
     "intent_chip",
     "intent_chips",
+    "manuscript_cited_ids",
+    "manuscript_style",
     "open_library",
+    "own_ids",
     "paper_bibtex",
     "parse_intent_preference",
     "pdf_exclusions",
     "plan_citation",
     "query_for_selection",
     "query_for_text",
+    "query_in_manuscript",
     "read_bib",
     "read_manuscript",
     "require_library",

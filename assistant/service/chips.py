@@ -78,3 +78,10 @@ def sentence_label(items: list[Recommendation]) -> str:
         label, p = max(probs.items(), key=lambda kv: kv[1])
         return f"the sentence reads as: {label} {p:.0%}"
     return f"the sentence reads as: {items[0].intent}"
+
+
+def chip_texts(items: list[Recommendation]) -> list[str | None]:
+    """Per card, what the CLI, the language server and manuscript analysis print: the chip's
+    text when it is worth showing (:attr:`IntentChip.shown`, the GUI's rule), else None. With
+    no per-paper chip, :func:`sentence_label` says what the intent model read in the sentence."""
+    return [chip.text if chip.shown else None for chip in intent_chips(items)]

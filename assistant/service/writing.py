@@ -3,6 +3,8 @@ insert (as data the GUI applies), and the analysis of a manuscript. No Qt, no cl
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +26,21 @@ from assistant.documents.manuscript import (
     find_missing_citations,
 )
 from assistant.documents.markers import strip_latex
-from assistant.documents.model import Document
+from assistant.documents.model import Document, SuggestedPaper
+from assistant.errors import Cancelled
 from assistant.library.models import Paper
 from assistant.library.store import Library
-from assistant.retrieval.query import Query
+from assistant.retrieval.query import Query, build_query, detect_mode
+from assistant.service.chips import chip_texts
 from assistant.service.engine import Service
+from assistant.service.exclusions import manuscript_cited_ids, own_ids
+
+log = logging.getLogger(__name__)
+
+#: papers suggested per flagged sentence (CLI ``manuscript -k``, the GUI's marks, the LSP)
+MANUSCRIPT_K = 5
+#: flagged sentences that get suggestions (the likeliest first)
+MAX_RECOMMEND = 40
 
 
 # --- queries ---------------------------------------------------------------------------------
@@ -39,14 +51,17 @@ def query_for_text(
     abstract: str | None = None,
     authors: Sequence[str] = (),
     year: int | None = None,
+    context: str | None = None,
 ) -> Query:
-    """The query for a passage (CLI ``recommend TEXT``); ``auto`` is resolved by the one rule,
-    ``retrieval.query.detect_mode``. Raises ``EmptyQueryError`` when there is nothing to search."""
-    query = Query(
-        text=text or "",
-        mode=mode,
-        title=title or None,
-        abstract=abstract or None,
+    """The query for a passage (CLI ``recommend TEXT``), built by the one builder
+    (``retrieval.query.build_query``: ``auto`` resolved by ``detect_mode``). Raises
+    ``EmptyQueryError`` when there is nothing to search."""
+    query = build_query(
+        text or "",
+        mode,
+        title=title,
+        abstract=abstract,
+        context=context,
         authors=tuple(authors),
         year=year,
     )
@@ -63,34 +78,42 @@ def query_for_selection(
     meta: tuple[str, str] | None = None,
     cited_ids: tuple[int, ...] = (),
     authors: Sequence[str] | None = None,
+    *,
+    year: int | None = None,
+    doi: str | None = None,
 ) -> tuple[Query, textops.QuerySpec]:
-    """The query for an editor's selection (or the sentence at the cursor), as the GUI sends it.
+    """The query for an editor's selection (or the sentence at the cursor): the GUI, the
+    language server, manuscript analysis and ``recommend --manuscript`` all send this one.
 
-    ``mode="auto"`` picks the mode with the same rule as the CLI; a selection the user would send
-    with ``recommend TEXT`` gets the same query. ``meta`` is the manuscript's (title, abstract)
-    (read from the text when None), ``authors`` its authors (``\\author{}`` / YAML ``author:``
-    when None). A local query carries the paragraph's other sentences as context; a global one
-    is the title + abstract when the manuscript has them.
+    ``mode="auto"`` picks the mode with the same rule as the CLI, on the selection's prose (a
+    LaTeX selection after ``strip_latex``). ``meta`` is the manuscript's (title, abstract) (read
+    from the text when None), ``authors`` its authors (``\\author{}`` / YAML ``author:`` when
+    None), ``year``/``doi`` what is known of a parsed PDF. A local query carries the paragraph's
+    other sentences as context; a global one is the title + abstract when the manuscript has
+    them.
     """
     spec = textops.query_at(document, sel_start, sel_end)
     if mode != "auto":
         spec = textops.context_for_mode(document, spec, mode)
     title, abstract = meta if meta is not None else textops.manuscript_meta(document, style)
+    latex = style == textops.LATEX  # \section{Method}, \begin{itemize}, \label{..}: not prose
+    if mode == "auto":  # the one rule, on what is searched for (not on the raw LaTeX)
+        spec.mode = detect_mode(strip_latex(spec.text) if latex else spec.text, title, abstract)
     p_start, p_end = textops.paragraph_bounds(document, spec.start)
     context = None
     if spec.mode == "local":  # the neighbouring sentences of the paragraph
         context = (document[p_start : spec.start] + " " + document[spec.end : p_end]).strip()
     text = spec.text if spec.mode != "global" or not (title or abstract) else ""
-    if style == textops.LATEX:  # \section{Method}, \begin{itemize}, \label{..}: not prose
-        text = strip_latex(text)
-        context = strip_latex(context) if context else context
-    query = Query(
-        text=text,
-        mode=spec.mode,
-        title=title or None,
-        abstract=abstract or None,
-        context=context or None,
-        cited_ids=tuple(cited_ids),
+    query = build_query(
+        text,
+        spec.mode,
+        latex=latex,
+        title=title,
+        abstract=abstract,
+        context=context,
+        cited_ids=cited_ids,
+        year=year,
+        doi=doi,
         abbreviation_source=document,  # read when the query runs, off the UI thread
         authors=tuple(
             authors if authors is not None else textops.manuscript_authors(document, style)
@@ -197,9 +220,10 @@ def sync_manuscript_bib(
 
 def pdf_exclusions(service: Service, doc: Document) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Library ids of a manuscript PDF itself (never recommended to it) and of the papers its
-    reference list cites (hidden by "Hide cited"); links the references on the way."""
+    reference list cites (hidden by "Hide cited"); links the references on the way. The rule
+    is :mod:`assistant.service.exclusions`'."""
     reader = service.reader()
-    self_ids = tuple(reader.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
+    self_ids = own_ids(reader, doc.title, doc.doi, doc.year)
     if doc.references and any(r.paper_id is None for r in doc.references):
         link_references(doc.references, reader)
     cited = tuple(dict.fromkeys(r.paper_id for r in doc.references if r.paper_id is not None))
@@ -235,30 +259,128 @@ def analyse_manuscript(
     *,
     fmt: str | None = None,
     recommend: bool = True,
-    k: int = 5,
+    k: int = MANUSCRIPT_K,
     threshold: float | None = None,
     link: bool = True,
     cancelled: Callable[[], bool] | None = None,
+    max_recommend: int = MAX_RECOMMEND,
 ) -> ManuscriptAnalysis:
     """Find the sentences of ``document`` (a parsed Document or a draft's text in ``fmt``) that
-    need a citation; with a ``service``, link its references to the library and suggest ``k``
-    papers for each from the last committed index (never waiting for a job)."""
+    need a citation; with a ``service``, link its references to the library (``link``) and
+    suggest ``k`` papers for each of the ``max_recommend`` likeliest from the last committed
+    index (never waiting for a job). Each suggestion list is what the GUI shows for that
+    sentence selected in the manuscript: the same query (:func:`query_for_selection`), the same
+    exclusions and :meth:`Service.recommend` (and so the author signals)."""
     doc = document if isinstance(document, Document) else parse_draft(document, fmt=fmt)
     notes: list[str] = []
-    recommender = None
-    if service is not None:
-        if link and doc.references:
-            link_references(doc.references, service.reader())
-        if recommend:
-            try:
-                recommender = service.recommender
-            except Exception as exc:  # missing index / models: explain, keep going
-                notes.append(f"no recommendations: recommender unavailable: {exc}")
     missing = find_missing_citations(
-        doc,
-        recommender=recommender,
-        k=k,
-        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-        cancelled=cancelled,
+        doc, threshold=DEFAULT_THRESHOLD if threshold is None else threshold
     )
+    if service is None:
+        return ManuscriptAnalysis(doc, missing, notes)
+    if link and doc.references and any(r.paper_id is None for r in doc.references):
+        link_references(doc.references, service.reader())
+    if recommend and missing:
+        try:
+            service.recommender  # noqa: B018 -- opens the index: a missing one is a note
+        except Exception as exc:  # missing index / models: explain, keep going
+            notes.append(f"no recommendations: recommender unavailable: {exc}")
+        else:
+            _suggest(service, doc, missing, k, max_recommend, cancelled)
     return ManuscriptAnalysis(doc, missing, notes)
+
+
+_STYLES = {"latex": textops.LATEX, "markdown": textops.MARKDOWN}
+
+
+def manuscript_style(doc: Document) -> str:
+    """The citation style the text of ``doc`` is read in (``textops``)."""
+    return _STYLES.get(doc.format, textops.NUMERIC)
+
+
+def find_passage(doc: Document, passage: str) -> tuple[int, int] | None:
+    """``[start, end)`` of ``passage`` in ``doc.display_text()`` (line breaks and runs of spaces
+    match any whitespace), or None."""
+    words = (passage or "").split()
+    if not words:
+        return None
+    found = re.search(r"\s+".join(map(re.escape, words)), doc.display_text())
+    return (found.start(), found.end()) if found else None
+
+
+def query_in_manuscript(
+    library: Library,
+    doc: Document,
+    start: int,
+    end: int,
+    mode: str = "auto",
+    cited_ids: tuple[int, ...] | None = None,
+) -> tuple[Query, textops.QuerySpec]:
+    """The query for ``doc.display_text()[start:end]``, as the GUI builds it for that selection
+    in the manuscript's tab (a draft's own text; a PDF's text with its parsed title, abstract,
+    year and DOI); ``cited_ids``: :func:`manuscript_cited_ids` when None."""
+    text = doc.display_text()
+    style = manuscript_style(doc)
+    pdf = not doc.text
+    if cited_ids is None:
+        cited_ids = manuscript_cited_ids(library, text, style, doc)
+    return query_for_selection(
+        text,
+        start,
+        end,
+        mode,
+        style,
+        meta=(doc.title, doc.abstract) if pdf else None,
+        cited_ids=cited_ids,
+        year=doc.year if pdf else None,
+        doi=doc.doi if pdf else None,
+    )
+
+
+def _suggest(
+    service: Service,
+    doc: Document,
+    missing: list[MissingCitation],
+    k: int,
+    max_recommend: int,
+    cancelled: Callable[[], bool] | None,
+) -> None:
+    """Fill ``recommendations`` of the ``max_recommend`` highest-scoring sentences."""
+    reader = service.reader()
+    text = doc.display_text()
+    cited = manuscript_cited_ids(reader, text, manuscript_style(doc), doc)
+    config = service.default_config(k=k)
+    for item in sorted(missing, key=lambda m: -m.score)[:max_recommend]:
+        if cancelled is not None and cancelled():
+            break
+        span = _span(doc, item)
+        if span is None:
+            continue
+        query, _spec = query_in_manuscript(reader, doc, *span, cited_ids=cited)
+        try:
+            result = service.recommend(query, config, cancelled=cancelled)
+        except Cancelled:
+            break
+        except Exception as exc:  # one failed query must not lose the whole list
+            log.warning("recommendation failed for %r: %s", item.sentence[:60], exc)
+            continue
+        item.recommendations = [
+            SuggestedPaper(
+                paper_id=int(rec.paper.id),
+                title=rec.paper.title,
+                year=rec.paper.year,
+                doi=rec.paper.doi,
+                citekey=rec.paper.citekey,
+                score=round(float(rec.score), 4),
+                intent=rec.intent,
+                intent_chip=chip,
+            )
+            for rec, chip in zip(result.items[:k], chip_texts(result.items[:k]))
+        ]
+
+
+def _span(doc: Document, item: MissingCitation) -> tuple[int, int] | None:
+    """Where the flagged sentence is in ``doc.display_text()`` (a draft's own offsets)."""
+    if doc.text and item.start is not None and item.end is not None:
+        return item.start, item.end
+    return find_passage(doc, item.sentence)

@@ -112,13 +112,13 @@ class FakeService:
 
         return PipelineConfig(**overrides)
 
-    def recommend(self, query, config=None, cancelled=None):
+    def recommend(self, query, config=None, cancelled=None, *, request=None):
         from types import SimpleNamespace
 
         from assistant.library.models import Paper
         from assistant.retrieval.pipeline import Recommendation
 
-        self.queries.append((query, config))
+        self.queries.append((query, request.apply(self.default_config())))
         paper = Paper(
             "Dense Passage Retrieval", id=7, year=2020, doi="10.1/dpr", citekey="karpukhin2020dense"
         )

@@ -274,25 +274,21 @@ def recommend(
             query = _manuscript_query(
                 service, doc, span, mode, title, abstract, authors, year, context
             )
-        overrides = {"fusion": fusion} if fusion else {}
-        config = service.default_config(
-            k=k,
-            candidates=max(candidates, k),
-            use_dense=not no_dense,
-            use_bm25=not no_bm25,
-            max_year=max_year,
-            intent_preference=preference,
-            **overrides,
-        )
-        if collection:
-            from dataclasses import replace
+        from assistant.service import RequestOptions
 
+        overrides = {"fusion": fusion} if fusion else {}
+        setup = service.default_config(  # the set-up: the settings and these stage options
+            candidates=max(candidates, k), use_dense=not no_dense, use_bm25=not no_bm25, **overrides
+        )
+        collection_ids = ()
+        if collection:
             from assistant.service.library import find_collection
 
-            config = replace(
-                config, collection_ids=(find_collection(service.reader(), collection).id,)
-            )
-        result = service.recommend(query, config)
+            collection_ids = (find_collection(service.reader(), collection).id,)
+        request = RequestOptions(
+            k=k, max_year=max_year, intent_preference=preference, collection_ids=collection_ids
+        )
+        result = service.recommend(query, setup, request=request)
     finally:
         service.close()
     for w in result.warnings:

@@ -46,6 +46,7 @@ from assistant.service import (
     IMPORTED_STAGE,
     MODES,
     LibraryOpenError,
+    RequestOptions,
     Service,
     ServiceSettings,
     import_summary,
@@ -507,10 +508,7 @@ class MainWindow(QMainWindow, DocumentOps):
         text = editor.toPlainText()
         start, end = editor.selection_range()
         doc = state.extras.get("doc")  # a manuscript PDF: its references, year and DOI
-        library = self.library_panel.library
-        self.cited_ids = (
-            manuscript_cited_ids(library, text, state.style, doc) if library is not None else ()
-        )
+        self.cited_ids = manuscript_cited_ids(self.library_panel.library, text, state.style, doc)
         return query_for_selection(
             text,
             start,
@@ -567,15 +565,16 @@ class MainWindow(QMainWindow, DocumentOps):
         intent = filters["intent"] or None
         only_collection = self.library_panel.recommend_collection
 
+        request = RequestOptions(
+            k=k,
+            max_year=max_year,
+            intent_preference=intent,
+            collection_ids=(only_collection,) if only_collection is not None else (),
+            exclude_cited=hide_cited,
+        )
+
         def job(progress, cancelled):
-            config = self.engine.default_config(k=k, exclude_cited=hide_cited)
-            if max_year is not None:
-                config.max_year = max_year
-            if intent:
-                config.intent_preference = intent
-            if only_collection is not None:
-                config.collection_ids = (only_collection,)
-            return self.engine.recommend(query, config=config, cancelled=cancelled, fallback=True)
+            return self.engine.recommend(query, request=request, cancelled=cancelled, fallback=True)
 
         return self.rec_runner.submit(
             "recommend",

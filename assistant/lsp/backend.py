@@ -21,7 +21,13 @@ from pathlib import Path
 
 from assistant.documents import bibfile as _bibfile
 from assistant.documents import markers as _markers
-from assistant.service import MANUSCRIPT_K, AssistantError, Cancelled, chip_texts
+from assistant.service import (
+    MANUSCRIPT_K,
+    AssistantError,
+    Cancelled,
+    RequestOptions,
+    chip_texts,
+)
 from assistant.service import textops as _textops
 
 log = logging.getLogger(__name__)
@@ -310,9 +316,9 @@ class Backend:
         if not self.ready:
             raise NotReady("recommendations are still loading")
         service = self._service()
-        config = service.default_config(k=k, exclude_cited=True)
         _check(cancelled)
-        result = service.recommend(query.query, config=config, cancelled=cancelled)
+        request = RequestOptions(k=k)  # Hide cited: the manuscript's citations are left out
+        result = service.recommend(query.query, request=request, cancelled=cancelled)
         out = []
         for item, chip in zip(result.items, chip_texts(result.items)):
             paper = item.paper

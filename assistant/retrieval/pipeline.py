@@ -12,7 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -44,6 +44,11 @@ class RecommendationCancelled(Cancelled):
 
 @dataclass
 class PipelineConfig:
+    """How the pipeline runs. Two parts: the **set-up** (models, fusion, depths and weights: the
+    user's settings or an evaluation's, built by :func:`pipeline_config`) and the
+    **per-request** fields of :class:`RequestOptions` (``k``, filters, exclusions, the intent
+    preference), which a face sets for one query (``RequestOptions.apply``)."""
+
     k: int = 10
     candidates: int = 100  # fused candidates handed to the reranker
     use_dense: bool = True
@@ -70,6 +75,26 @@ class PipelineConfig:
     rerank_weight: float = 1.0  # final = w * z(rerank) + (1 - w) * z(score before reranking)
     rerank_top: int | None = None  # rerank only this head of the order (None: every candidate)
     dedupe: bool = True
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """The per-request part of a :class:`PipelineConfig`: what one face asks for one query
+    (everything else is the set-up, the same for every request of a session)."""
+
+    k: int = 10
+    max_year: int | None = None
+    intent_preference: str | None = None  # "background" | "method" | "result"
+    collection_ids: tuple[int, ...] = ()
+    only_ids: tuple[int, ...] | None = None
+    exclude_ids: tuple[int, ...] = ()
+    #: leave out what the manuscript already cites (the GUI's "Hide cited"); the manuscript
+    #: itself is always left out (``service.exclusions``)
+    exclude_cited: bool = True
+
+    def apply(self, config: PipelineConfig) -> PipelineConfig:
+        """``config``'s set-up with this request."""
+        return replace(config, **{f.name: getattr(self, f.name) for f in fields(self)})
 
 
 @dataclass

@@ -28,7 +28,12 @@ from assistant.progress import CancelCheck, Progress, ProgressEvent
 from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
 from assistant.retrieval.intent_stage import parse_intent_preference
-from assistant.retrieval.pipeline import PipelineConfig, Recommendation, RecommendationResult
+from assistant.retrieval.pipeline import (
+    PipelineConfig,
+    Recommendation,
+    RecommendationResult,
+    RequestOptions,
+)
 from assistant.retrieval.query import (
     MODES,
     EmptyQueryError,
@@ -105,6 +110,7 @@ __all__ = [
     "Query",
     "Recommendation",
     "RecommendationResult",
+    "RequestOptions",
     "RerankerSetting",
     "Service",
     "ServiceSettings",

@@ -48,6 +48,7 @@ from assistant.retrieval.pipeline import (
     PipelineConfig,
     RecommendationResult,
     Recommender,
+    RequestOptions,
     pipeline_config,
 )
 from assistant.retrieval.query import Query, as_query
@@ -210,12 +211,19 @@ class Service:
         config: PipelineConfig | None = None,
         cancelled: CancelCheck | None = None,
         *,
+        request: RequestOptions | None = None,
         fallback: bool = False,
     ) -> RecommendationResult:
         """Run the pipeline on the last committed index (never builds one, never waits for a job).
-        A query naming no authors gets the user's own names from the settings. With ``fallback``,
-        a library without any index yet gets keyword (BM25) matches with a notice instead of
+
+        ``config`` is the set-up (default :meth:`default_config`), ``request`` what this one
+        query asks for (k, filters, Hide cited; applied over ``config``). The manuscript itself
+        and (``exclude_cited``) what it cites are left out (``service.exclusions``). A query
+        naming no authors gets the user's own names from the settings. With ``fallback``, a
+        library without any index yet gets keyword (BM25) matches with a notice instead of
         ``IndexMissingError``."""
+        if request is not None:
+            config = request.apply(config or self.default_config())
         query = as_query(query)
         if not query.authors and self.settings.authors:
             query = replace(query, authors=tuple(self.settings.authors))

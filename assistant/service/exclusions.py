@@ -55,11 +55,14 @@ def cited_key_ids(library: Library, keys: Iterable[str]) -> tuple[int, ...]:
 
 
 def manuscript_cited_ids(
-    library: Library, text: str, style: str, document: Document | None = None
+    library: Library | None, text: str, style: str, document: Document | None = None
 ) -> tuple[int, ...]:
     """What a manuscript already cites, as library ids: the keys its text cites
-    (``textops.cited_keys``) and, for a parsed PDF, its references linked to the library."""
-    ids = list(cited_key_ids(library, sorted(textops.cited_keys(text, style))))
+    (``textops.cited_keys``, looked up in ``library`` when there is one) and, for a parsed
+    PDF, its references linked to the library."""
+    ids = []
+    if library is not None:
+        ids += cited_key_ids(library, sorted(textops.cited_keys(text, style)))
     if document is not None:
         ids += [int(r.paper_id) for r in document.references if r.paper_id is not None]
     return tuple(dict.fromkeys(ids))

@@ -30,6 +30,7 @@ from assistant.documents.model import Document, SuggestedPaper
 from assistant.errors import Cancelled
 from assistant.library.models import Paper
 from assistant.library.store import Library
+from assistant.retrieval.pipeline import RequestOptions
 from assistant.retrieval.query import Query, build_query, detect_mode
 from assistant.service.chips import chip_texts
 from assistant.service.engine import Service
@@ -349,7 +350,7 @@ def _suggest(
     reader = service.reader()
     text = doc.display_text()
     cited = manuscript_cited_ids(reader, text, manuscript_style(doc), doc)
-    config = service.default_config(k=k)
+    request = RequestOptions(k=k)  # the manuscript's citations left out, as in the GUI
     for item in sorted(missing, key=lambda m: -m.score)[:max_recommend]:
         if cancelled is not None and cancelled():
             break
@@ -358,7 +359,7 @@ def _suggest(
             continue
         query, _spec = query_in_manuscript(reader, doc, *span, cited_ids=cited)
         try:
-            result = service.recommend(query, config, cancelled=cancelled)
+            result = service.recommend(query, request=request, cancelled=cancelled)
         except Cancelled:
             break
         except Exception as exc:  # one failed query must not lose the whole list

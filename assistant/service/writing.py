@@ -221,8 +221,8 @@ def sync_manuscript_bib(
 
 def pdf_exclusions(service: Service, doc: Document) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Library ids of a manuscript PDF itself (never recommended to it) and of the papers its
-    reference list cites (hidden by "Hide cited"); links the references on the way. The rule
-    is :mod:`assistant.service.exclusions`'."""
+    reference list cites (hidden by "Hide cited"); links the references on the way (the rule:
+    :mod:`assistant.service.exclusions`)."""
     reader = service.reader()
     self_ids = own_ids(reader, doc.title, doc.doi, doc.year)
     if doc.references and any(r.paper_id is None for r in doc.references):

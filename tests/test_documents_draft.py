@@ -12,8 +12,7 @@ from assistant.cli import main
 from assistant.cli.manuscript import manuscript
 from assistant.documents.citeworthiness import CueScorer, LearnedScorer, default_scorer
 from assistant.documents.draft import parse_draft
-from assistant.documents.manuscript import find_missing_citations, load_document
-from assistant.service.writing import recommend_for_missing
+from assistant.documents.manuscript import find_missing_citations
 
 FIX = Path(__file__).parent / "fixtures" / "documents"
 
@@ -97,37 +96,50 @@ def test_shipped_scorer_is_learned_and_ranks_claims_higher():
     assert claim.probability > 0.5 > own.probability
 
 
-class FakeRecommender:
-    def __init__(self):
-        self.queries = []
+class FakeService:
+    """The part of ``Service`` manuscript analysis uses: a real library, a recorded recommend."""
 
-    def recommend(self, query, config=None):
+    def __init__(self, library):
+        self.library = library
+        self.queries = []
+        self.recommender = object()
+
+    def reader(self):
+        return self.library
+
+    def default_config(self, **overrides):
+        from assistant.retrieval.pipeline import PipelineConfig
+
+        return PipelineConfig(**overrides)
+
+    def recommend(self, query, config=None, cancelled=None, *, request=None):
         from types import SimpleNamespace
 
         from assistant.library.models import Paper
+        from assistant.retrieval.pipeline import Recommendation
 
-        self.queries.append(query.text)
+        self.queries.append((query, request.apply(self.default_config())))
         paper = Paper(
             "Dense Passage Retrieval", id=7, year=2020, doi="10.1/dpr", citekey="karpukhin2020dense"
         )
-        return SimpleNamespace(items=[SimpleNamespace(paper=paper, score=0.9, intent="background")])
+        rec = Recommendation(paper=paper, score=0.9, intent="background")
+        return SimpleNamespace(items=[rec])
 
 
-def test_missing_citations_get_recommendations():
-    rec = FakeRecommender()
-    doc = load_document(FIX / "draft.tex")
-    missing = find_missing_citations(doc)
-    recommend_for_missing(doc, missing, rec, k=3)
-    assert missing and all(
-        m.recommendations[0]["title"] == "Dense Passage Retrieval" for m in missing
-    )
-    assert not any("\\" in q for q in rec.queries)  # LaTeX stripped from queries
-
-
-def test_the_manuscript_itself_is_kept_out_of_its_recommendations(tmp_path):
+def test_missing_citations_get_typed_suggestions_from_the_selection_query(tmp_path):
+    """Manuscript analysis asks the service with the editor's query for each flagged sentence
+    (LaTeX stripped before the mode is chosen; the manuscript itself and what it cites out)."""
     from assistant.library.models import Paper
     from assistant.library.store import Library
+    from assistant.service import (
+        SuggestedPaper,
+        analyse_manuscript,
+        excluded_ids,
+        query_for_selection,
+        textops,
+    )
 
+    src = (FIX / "draft.tex").read_text()
     with Library(tmp_path / "lib.sqlite") as library:
         own = library.add_paper(
             Paper("Neural re-ranking for citation recommendation", authors=["Doe, J."])
@@ -135,17 +147,22 @@ def test_the_manuscript_itself_is_kept_out_of_its_recommendations(tmp_path):
         other = library.add_paper(
             Paper("Neural ranking for citation recommendation", authors=["Roe, R."])
         ).id
-        rec = FakeRecommender()
-        rec.library = library
-        seen = []
-        rec.recommend = lambda query, config=None: (
-            seen.append(query) or FakeRecommender.recommend(rec, query)
+        service = FakeService(library)
+        analysis = analyse_manuscript(service, src, fmt="latex", k=3)
+        assert analysis.missing and all(
+            isinstance(m.recommendations[0], SuggestedPaper)
+            and m.recommendations[0].title == "Dense Passage Retrieval"
+            for m in analysis.missing
         )
-        doc = load_document(FIX / "draft.tex")
-        missing = find_missing_citations(doc)
-        recommend_for_missing(doc, missing, rec, k=3)
-        assert missing
-    assert seen and all(own in q.cited_ids and other not in q.cited_ids for q in seen)
+        assert len(service.queries) == len(analysis.missing)
+        for item, (query, config) in zip(
+            sorted(analysis.missing, key=lambda m: -m.score), service.queries
+        ):
+            same, _ = query_for_selection(src, item.start, item.end, "auto", textops.LATEX)
+            assert query == same and "\\" not in query.text and query.mode == "local"
+            assert config.k == 3 and config.exclude_cited
+            excluded = excluded_ids(library, query, config)
+            assert own in excluded and other not in excluded
 
 
 def test_manuscript_cli_json_on_drafts_and_pdf(tmp_path):

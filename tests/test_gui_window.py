@@ -200,7 +200,9 @@ def test_recommend_and_insert(window, qtbot, tmp_path, gui_library):
     )
     qtbot.waitUntil(panel.is_complete, timeout=5000)
     assert target.citekey not in [c.rec.paper.citekey for c in panel.cards]
-    panel.exclude_cited.setChecked(False)
+    # unticking it asks again with the cited papers kept (the service's exclusion rule)
+    with qtbot.waitSignal(window.recommendations_ready, timeout=RESULT_TIMEOUT_MS):
+        panel.exclude_cited.setChecked(False)
     qtbot.waitUntil(panel.is_complete, timeout=5000)
     assert target.citekey in [c.rec.paper.citekey for c in panel.cards]
 

@@ -315,8 +315,11 @@ def _pdfgen():
 def test_manuscript_pdf_recommends_itself_and_cited(window, qtbot, tmp_path):
     """Defect 5: the PDF recommended itself, its references showed with Hide cited on, its own
     contribution sentences were flagged, the count changed on Ctrl+Shift+M."""
+    from dataclasses import replace
+
     from assistant.retrieval.pipeline import RecommendationResult
     from assistant.retrieval.query import Query
+    from assistant.service import excluded_ids
 
     pdfgen = _pdfgen()
     pdf = pdfgen.make_paper(tmp_path / "paper.pdf")
@@ -350,11 +353,19 @@ def test_manuscript_pdf_recommends_itself_and_cited(window, qtbot, tmp_path):
     ):
         window.documents.find_missing()
     assert len(editor.marks) == first == window.flagged_list.list.count()
-    papers = [lib.get(i) for i in ids]
+    # the service's one exclusion rule on the tab's query: itself always, its reference with
+    # Hide cited (the GUI no longer filters a list after ranking)
+    query, _spec = window.build_query()
+    config = window.engine.default_config(exclude_cited=True)
+    assert {ids[0], ids[1]} <= excluded_ids(lib, query, config)
+    assert ids[2] not in excluded_ids(lib, query, config)
+    kept = excluded_ids(lib, query, replace(config, exclude_cited=False))
+    assert ids[0] in kept and ids[1] not in kept
+    papers = [lib.get(i) for i in ids[1:]]  # a list with the reference (Hide cited unticked)
     items = [Recommendation(p, 1.0 - n / 10) for n, p in enumerate(papers)]
     window.recommender._recommended(
         RecommendationResult(Query(text="citation recommendation"), "local", items)
     )
     qtbot.waitUntil(window.results_panel.is_complete)
     shown = [c.rec.paper.id for c in window.results_panel.cards]
-    assert shown == [ids[2]]  # itself never, its reference hidden (Hide cited is on)
+    assert shown == [ids[2]]  # its reference marked cited and hidden while Hide cited is on

@@ -22,6 +22,7 @@ from assistant.retrieval.pipeline import (
 )
 from assistant.retrieval.query import Query
 from assistant.retrieval.searcher import IndexMissingError
+from assistant.service.exclusions import excluded_ids
 
 #: A sentence of the sample draft (assistant/resources/sample/draft.tex), its citation marker stripped.
 CONTEXT = (
@@ -33,7 +34,11 @@ CONTEXT = (
 @pytest.fixture(scope="module")
 def setup(sample_library):
     c = sample_library
-    rec = Recommender(c.lib, PipelineConfig(use_intent=False), encoder=c.encoder)
+    # the service's one exclusion rule (the manuscript itself; what it cites), as the service
+    # passes it to its recommender
+    rec = Recommender(
+        c.lib, PipelineConfig(use_intent=False), encoder=c.encoder, exclusions=excluded_ids
+    )
     return c.lib, rec, c.manuscript, c.cited
 
 
@@ -74,7 +79,8 @@ def test_exclusions_and_year_filter(setup):
     ids_all = {
         it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items
     }
-    assert manuscript in ids_all and set(cited) <= ids_all
+    # the manuscript itself is always left out; what it cites only with exclude_cited
+    assert manuscript not in ids_all and set(cited) <= ids_all
     ids = {it.paper.id for it in rec.recommend(query, config).items}
     assert len(ids) == 20 and manuscript not in ids and not (set(cited) & ids)
     undated = {it.paper.year for it in rec.recommend(query, config).items}
@@ -110,10 +116,11 @@ def test_a_manuscript_already_in_the_library_is_recognised_by_its_title(setup):
         title=paper.title.upper() + "!",
         abstract=paper.abstract,
     )
-    assert manuscript in {
-        it.paper.id for it in rec.recommend(query, replace(config, exclude_cited=False)).items
-    }
-    assert manuscript not in {it.paper.id for it in rec.recommend(query, config).items}
+    untitled = replace(query, title=None)
+    assert manuscript in {it.paper.id for it in rec.recommend(untitled, config).items}
+    for hide_cited in (True, False):  # the manuscript itself, whether cited papers show or not
+        got = rec.recommend(query, replace(config, exclude_cited=hide_cited)).items
+        assert manuscript not in {it.paper.id for it in got}
     assert lib.same_work_ids(paper.title.upper() + "!", year=paper.year) == [manuscript]
     assert (
         lib.same_work_ids(paper.title, year=paper.year - 6) == []

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -43,10 +42,10 @@ def collect_candidates(
     use_dense: bool = True,
 ) -> tuple[list[dict], dict]:
     """Each dev query's fused top ``candidates`` (ids, fused scores, the reranker's query text)."""
-    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map
+    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map, protocol_config
     from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
-    from assistant.retrieval.pipeline import PipelineConfig, Recommender
-    from assistant.retrieval.query import Query
+    from assistant.retrieval.pipeline import Recommender, pipeline_config
+    from assistant.retrieval.query import build_query
 
     dev_dir = Path(dev_dir)
     by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
@@ -58,20 +57,12 @@ def collect_candidates(
     ]
     if limit:
         queries = queries[:limit]
-    config = PipelineConfig(use_intent=False, use_dense=use_dense)
+    config = pipeline_config(reranker=None, ranker=None, use_intent=False, use_dense=use_dense)
     recommender = recommender or Recommender(library, config)
-    run_config = replace(
-        config,
-        exclude_ids=frozenset(others),
-        exclude_cited=False,
-        filter_by_year=False,
-        depth=max(config.depth, candidates),
-        candidates=candidates,
-        dedupe=False,
-    )
+    run_config = protocol_config(config, others, candidates=candidates, depth=candidates)
     rows = []
     for n, q in enumerate(queries, 1):
-        query = Query(text=q.text, mode="paragraph" if q.level == "paragraph" else "local")
+        query = build_query(q.text, "paragraph" if q.level == "paragraph" else "local")
         pre = recommender.prefilter(query, run_config)
         items = recommender._candidates(pre, run_config)[:candidates]
         rows.append(
@@ -211,6 +202,7 @@ def collect_ranked(
         _find_blacklist,
         candidate_map,
         manuscript_abbreviations,
+        protocol_config,
         protocol_query,
     )
     from assistant.evaluation.acm_cr_data import (
@@ -219,8 +211,7 @@ def collect_ranked(
         read_blacklist,
         read_pdf_meta,
     )
-    from assistant.retrieval.pipeline import PipelineConfig, Recommender
-    from assistant.retrieval.ranker import resolve_ranker
+    from assistant.retrieval.pipeline import Recommender, pipeline_config
 
     dev_dir = Path(dev_dir)
     by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
@@ -231,16 +222,9 @@ def collect_ranked(
     queries = [
         q for q in build_queries(papers, ("paragraph", "sentence")) if q.cited_dois & by_doi.keys()
     ]
-    config = PipelineConfig(use_intent=False, ranker=resolve_ranker("auto"))
+    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
     recommender = Recommender(library, config)
-    run_config = replace(
-        config,
-        exclude_ids=frozenset(others),
-        exclude_cited=False,
-        filter_by_year=False,
-        candidates=100,
-        dedupe=False,
-    )
+    run_config = protocol_config(config, others, candidates=100, depth=config.depth)
     rows = []
     total = len(queries) * len(variants)
     for variant in variants:

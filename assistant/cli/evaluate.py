@@ -4,7 +4,6 @@ evaluations live in assistant/evaluation/)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -116,7 +115,7 @@ def eval_acm_cr(
     from assistant.cli import resolve_db_path
     from assistant.config import index_dir_for
     from assistant.library.store import Library
-    from assistant.retrieval.pipeline import PipelineConfig
+    from assistant.retrieval.pipeline import pipeline_config
     from assistant.retrieval.searcher import RetrievalError
 
     path = resolve_db_path(ctx, db)
@@ -124,12 +123,6 @@ def eval_acm_cr(
         raise click.ClickException(f"library not found: {path}")
     levels = LEVELS if level == "both" else (level,)
     variants = {"both": VARIANTS[:2], "all": VARIANTS}.get(variant, (variant,))
-    from assistant.retrieval.ranker import resolve_ranker
-    from assistant.retrieval.reranker_setting import resolve_reranker
-
-    config = resolve_reranker(reranker).apply(
-        PipelineConfig(ranker=resolve_ranker(ranker), use_intent=False)
-    )
     overrides = {
         "fusion": fusion,
         "dense_weight": dense_weight,
@@ -137,7 +130,12 @@ def eval_acm_cr(
         "rerank_weight": rerank_weight,
         "rerank_top": rerank_top,
     }
-    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    config = pipeline_config(
+        reranker=reranker,
+        ranker=ranker,
+        use_intent=False,
+        **{k: v for k, v in overrides.items() if v is not None},
+    )
     library = Library(path)
     try:
         result = evaluate_acm_cr(

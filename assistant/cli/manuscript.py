@@ -31,7 +31,12 @@ log = logging.getLogger(__name__)
     "--threshold", type=float, default=None, help="Cite-worthiness threshold (default 0.5)."
 )
 @click.option(
-    "-k", "k", type=int, default=5, show_default=True, help="Recommendations per missing citation."
+    "-k",
+    "k",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Recommendations per missing citation (the GUI and the language server show 5 too).",
 )
 @click.option(
     "--no-recommend", is_flag=True, help="Only find the sentences; do not run the recommender."
@@ -149,4 +154,5 @@ def _print(result: dict) -> None:
         if m["reasons"]:
             out.write(f"       why: {', '.join(m['reasons'])}\n")
         for r in m["recommendations"]:
-            out.write(f"       -> {r['title']} ({r['year'] or 'n.d.'}) {r['doi'] or ''}\n")
+            chip = f"  [{r['intent_chip']}]" if r.get("intent_chip") else ""
+            out.write(f"       -> {r['title']} ({r['year'] or 'n.d.'}) {r['doi'] or ''}{chip}\n")

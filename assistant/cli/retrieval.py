@@ -136,6 +136,20 @@ def index(
     help="An author of the manuscript ('Last, First'; repeat): a bibliographic signal of the ranker.",
 )
 @click.option("--year", type=int, default=None, help="The manuscript's year (recency signal).")
+@click.option(
+    "--context",
+    default=None,
+    help="The sentences around TEXT (a local query's supporting context, as the editor sends).",
+)
+@click.option(
+    "--manuscript",
+    "manuscript_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The manuscript TEXT is taken from (LaTeX, Markdown, text or PDF): the query is the "
+    "editor's for that passage (its paragraph as context; the manuscript's title, abstract and "
+    "authors; what it cites and the manuscript itself left out).",
+)
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Number of recommendations.")
 @click.option(
     "--candidates",
@@ -196,6 +210,8 @@ def recommend(
     abstract,
     authors,
     year,
+    context,
+    manuscript_file,
     k,
     candidates,
     reranker,
@@ -221,31 +237,40 @@ def recommend(
         raise click.BadParameter(str(exc), param_hint="--need") from None
     if preference and no_intent:
         raise click.UsageError("--need ranks by intent: it cannot be combined with --no-intent")
-    try:
-        query = query_for_text(text, mode, title, abstract, authors, year)
-    except EmptyQueryError as exc:
-        raise click.UsageError(str(exc)) from exc
+    doc = span = None
+    if manuscript_file:
+        from assistant.service import find_passage, read_manuscript
+
+        doc = read_manuscript(manuscript_file)
+        span = find_passage(doc, text)
+        if span is None:
+            raise click.UsageError(f"TEXT does not occur in {manuscript_file}")
+    else:
+        try:
+            query = query_for_text(text, mode, title, abstract, authors, year, context)
+        except EmptyQueryError as exc:
+            raise click.UsageError(str(exc)) from exc
     service = _service(ctx, db, reranker=reranker, ranker=ranker, use_intent=not no_intent)
     try:
-        overrides = {"fusion": fusion} if fusion else {}
-        config = service.default_config(
-            k=k,
-            candidates=max(candidates, k),
-            use_dense=not no_dense,
-            use_bm25=not no_bm25,
-            max_year=max_year,
-            intent_preference=preference,
-            **overrides,
-        )
-        if collection:
-            from dataclasses import replace
+        if doc is not None:
+            query = _manuscript_query(
+                service, doc, span, mode, title, abstract, authors, year, context
+            )
+        from assistant.service import RequestOptions
 
+        overrides = {"fusion": fusion} if fusion else {}
+        setup = service.default_config(  # the set-up: the settings and these stage options
+            candidates=max(candidates, k), use_dense=not no_dense, use_bm25=not no_bm25, **overrides
+        )
+        collection_ids = ()
+        if collection:
             from assistant.service.library import find_collection
 
-            config = replace(
-                config, collection_ids=(find_collection(service.reader(), collection).id,)
-            )
-        result = service.recommend(query, config)
+            collection_ids = (find_collection(service.reader(), collection).id,)
+        request = RequestOptions(
+            k=k, max_year=max_year, intent_preference=preference, collection_ids=collection_ids
+        )
+        result = service.recommend(query, setup, request=request)
     finally:
         service.close()
     for w in result.warnings:
@@ -260,13 +285,15 @@ def _echo_result(result, preference: str | None, bibtex: bool) -> None:
     """The ranked list as text lines (then the BibTeX entries with ``--bibtex``)."""
     need_note = f", ranked for a {preference} citation" if preference else ""
     click.echo(f"mode: {result.mode}{need_note}   ({result.timings_ms.get('total', 0):.0f} ms)")
-    from assistant.service import intent_chips
+    from assistant.service import chip_texts, sentence_label
 
-    chips = intent_chips(result.items)
-    for rank, (item, chip) in enumerate(zip(result.items, chips), start=1):
+    label = sentence_label(result.items)  # the GUI's rule: no per-paper chip that says nothing
+    if label:
+        click.echo(label)
+    for rank, (item, chip) in enumerate(zip(result.items, chip_texts(result.items)), start=1):
         p = item.paper
         authors = p.first_author_lastname + (" et al." if len(p.authors) > 1 else "")
-        intent = f"  [{chip.text}]" if item.intent else ""
+        intent = f"  [{chip}]" if chip else ""
         click.echo(
             f"{rank:>3}. {p.citekey or p.id}  {p.title} ({authors}, {p.year or 'n.d.'})  score {item.score:.3f}{intent}"
         )
@@ -277,16 +304,35 @@ def _echo_result(result, preference: str | None, bibtex: bool) -> None:
         click.echo("\n".join(paper_to_bibtex(item.paper) for item in result.items), nl=False)
 
 
+def _manuscript_query(service, doc, span, mode, title, abstract, authors, year, context):
+    """``recommend --manuscript``: the service's query for the passage, with the options given
+    on the command line taking precedence over what the manuscript says."""
+    from dataclasses import replace
+
+    from assistant.service import query_in_manuscript
+
+    query, _spec = query_in_manuscript(service.reader(), doc, *span, mode=mode)
+    given = {
+        "title": title,
+        "abstract": abstract,
+        "authors": tuple(authors) or None,
+        "year": year,
+        "context": context,
+    }
+    return replace(query, **{k: v for k, v in given.items() if v is not None})
+
+
 def result_to_dict(result, bibtex: bool = False) -> dict:
     """JSON-friendly view of a RecommendationResult (with each paper's BibTeX entry when ``bibtex``)."""
-    from assistant.service import intent_chips
+    from assistant.service import chip_texts, sentence_label
 
     if bibtex:
         from assistant.service import paper_bibtex as paper_to_bibtex
-    chips = intent_chips(result.items)
+    chips = chip_texts(result.items)
     return {
         "query": result.query.display_text(),
         "mode": result.mode,
+        "sentence_intent": sentence_label(result.items) or None,
         "timings_ms": {k: round(v, 2) for k, v in result.timings_ms.items()},
         "warnings": result.warnings,
         "items": [
@@ -305,7 +351,7 @@ def result_to_dict(result, bibtex: bool = False) -> dict:
                 "intent_probs": it.intent_probs,
                 "intent_uncertain": it.intent_uncertain,
                 "intent_evidence": it.intent_evidence,
-                "intent_chip": chip.text if it.intent else None,
+                "intent_chip": chip,
                 **({"bibtex": paper_to_bibtex(it.paper)} if bibtex else {}),
             }
             for rank, (it, chip) in enumerate(zip(result.items, chips), start=1)

@@ -200,6 +200,7 @@ def parse_draft(source: str | Path, fmt: str | None = None) -> Document:
         format=fmt,
         title=meta.get("title", ""),
         abstract=meta.get("abstract", ""),
+        text=text,
     )
     scan_chars = list(scan)
     for s, e, _ in headings:

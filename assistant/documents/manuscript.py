@@ -1,6 +1,6 @@
 """Missing citations: sentences of a manuscript that read as needing a citation but have none.
 
-Recommending papers for them is the service's (``service.writing.recommend_for_missing``): this
+Suggesting papers for them is the service's (``service.writing.analyse_manuscript``): this
 layer reads documents and knows no retrieval."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from assistant.documents.citeworthiness import default_scorer
 from assistant.documents.draft import parse_draft, sentence_plain_text
 from assistant.documents.model import Document, MissingCitation
 
-__all__ = ["find_missing_citations", "load_document", "parse_draft", "sentence_neighbours"]
+__all__ = ["find_missing_citations", "load_document", "parse_draft"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,9 @@ def find_missing_citations(
     (``skip_own``; "we propose", "our method", "In this paper"), sections such as
     acknowledgements. ``ignore_markers`` scores cited sentences too (evaluation: does the
     finder flag the sentences the authors did cite?).
+
+    The service suggests papers for them (:func:`assistant.service.analyse_manuscript`, with
+    the query and the exclusions of every other face).
     """
     doc = load_document(document_or_path, fmt)
     scorer = scorer or default_scorer()
@@ -94,7 +97,7 @@ def find_missing_citations(
                     continue
                 candidates.append((sent, plain, section.heading))
     scores = scorer.score([plain for _, plain, _ in candidates]) if candidates else []
-    missing = [
+    return [
         MissingCitation(
             sentence=sent.text,
             section=heading,
@@ -107,19 +110,6 @@ def find_missing_citations(
         for (sent, _, heading), sc in zip(candidates, scores)
         if sc.probability >= threshold
     ]
-    return missing
-
-
-def sentence_neighbours(doc: Document) -> dict[tuple[int, str], str]:
-    """``(paragraph, sentence text) -> the sentences before and after it`` (a query's context)."""
-    neighbours: dict[tuple[int, str], str] = {}
-    for section in doc.sections:
-        for paragraph in section.paragraphs:
-            sents = paragraph.sentences
-            for i, sent in enumerate(sents):
-                near = [sents[j].text for j in (i - 1, i + 1) if 0 <= j < len(sents)]
-                neighbours[(sent.paragraph, sent.text)] = " ".join(near)
-    return neighbours
 
 
 def _squash(text: str) -> str:

@@ -133,6 +133,26 @@ class Document:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # True when the result is incomplete (time cap, no text layer, ...)
     format: str = "pdf"
+    #: a draft's own text (sentence offsets point into it); "" for a PDF (see ``display_text``)
+    text: str = field(default="", repr=False)
+
+    def display_text(self) -> str:
+        """The text a manuscript is read in: a draft's own text; for a PDF, title, abstract,
+        then the sections and their paragraphs (what the GUI's PDF tab shows)."""
+        if self.text:
+            return self.text
+        parts = []
+        if self.title:
+            parts.append(self.title)
+        if self.abstract:
+            parts.append("Abstract\n" + self.abstract)
+        for section in self.sections:
+            if section.heading:
+                parts.append(f"{section.number} {section.heading}".strip())
+            for paragraph in section.paragraphs:
+                if paragraph.sentences:
+                    parts.append(" ".join(s.text for s in paragraph.sentences))
+        return "\n\n".join(parts) + "\n"
 
     def sentences(self) -> Iterator[Sentence]:
         for section in self.sections:
@@ -182,7 +202,22 @@ class MissingCitation:
     paragraph: int = 0
     start: int | None = None
     end: int | None = None
-    recommendations: list[dict] = field(default_factory=list)  # {paper_id, title, year, doi, score}
+    recommendations: list[SuggestedPaper] = field(default_factory=list)
+
+
+@dataclass
+class SuggestedPaper:
+    """A library paper recommended for a sentence that misses a citation."""
+
+    paper_id: int
+    title: str
+    year: int | None
+    doi: str | None
+    citekey: str | None
+    score: float
+    intent: str | None = None
+    #: the per-paper intent chip when it says something (``service.chips``), else None
+    intent_chip: str | None = None
 
 
 @dataclass

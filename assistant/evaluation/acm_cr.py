@@ -78,13 +78,13 @@ def protocol_query(q, variant: str, abbreviations: tuple = ()):
     """The product's ``Query`` for a dev query under a protocol variant: ``plain`` (context
     only), ``enhanced`` (+ the citing paper's title, abstract, neighbouring text and the
     ``abbreviations`` it defines) or ``product`` (+ its authors and year)."""
-    from assistant.retrieval.query import Query
+    from assistant.retrieval.query import build_query
 
     enhanced = variant in ("enhanced", "product")
     product = variant == "product"
-    return Query(
-        text=q.text,
-        mode="paragraph" if q.level == "paragraph" else "local",
+    return build_query(
+        q.text,
+        "paragraph" if q.level == "paragraph" else "local",
         title=q.title if enhanced else None,
         abstract=q.abstract if enhanced else None,
         context=q.context if enhanced else None,
@@ -92,6 +92,22 @@ def protocol_query(q, variant: str, abbreviations: tuple = ()):
         authors=q.authors if product else (),
         year=q.year if product else None,
         abbreviations=abbreviations if enhanced else (),
+    )
+
+
+def protocol_config(config, others, candidates: int = 100, depth: int = 100):
+    """The ACM-CR protocol's run of a ``PipelineConfig`` (built by
+    ``retrieval.pipeline.pipeline_config``): the blacklist and the papers that are no candidates
+    (``others``) left out, no manuscript rule, no year filter, no de-duplication,
+    ``candidates`` fused candidates and at least ``depth`` per retriever."""
+    return replace(
+        config,
+        exclude_ids=frozenset(others),
+        exclude_cited=False,
+        filter_by_year=False,
+        depth=max(config.depth, depth),
+        candidates=candidates,
+        dedupe=False,
     )
 
 
@@ -152,15 +168,7 @@ def evaluate_acm_cr(
     )
     if limit:
         queries = queries[:limit]
-    run_config = replace(
-        config,
-        exclude_ids=frozenset(others),
-        exclude_cited=False,
-        filter_by_year=False,
-        depth=max(config.depth, 100),
-        candidates=max(config.candidates, 100),
-        dedupe=False,
-    )
+    run_config = protocol_config(config, others, candidates=max(config.candidates, 100))
     use_dense = config.use_dense and recommender.searcher.has_dense
     stages = (["bm25"] if config.use_bm25 else []) + (["dense"] if use_dense else [])
     stages += (["fused"] if len(stages) == 2 else []) + (["ranked"] if config.ranker else [])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -111,16 +110,15 @@ def run_query_bench(
     (``assistant bench query``). Queries come from the ACM-CR papers in ``papers`` if given."""
     from assistant.config import index_dir_for
     from assistant.library.store import Library
-    from assistant.retrieval.pipeline import PipelineConfig, Recommender
-    from assistant.retrieval.ranker import resolve_ranker
-    from assistant.retrieval.reranker_setting import resolve_reranker
+    from assistant.retrieval.pipeline import Recommender, pipeline_config
 
     if not path.exists():
         raise AssistantError(f"library not found: {path}")
     library = Library(path)
     rss0 = _rss_mb()
     t = time.perf_counter()
-    full = Recommender(library, PipelineConfig(use_intent=False))
+    prefilter = pipeline_config(reranker=None, ranker=None, use_intent=False, candidates=candidates)
+    full = Recommender(library, prefilter)
     load_s = time.perf_counter() - t
     out: dict = {
         "db": str(path),
@@ -134,11 +132,16 @@ def run_query_bench(
         "sizes": {},
     }
     queries = _queries(papers, n_queries)
-    prefilter = replace(full.config, reranker=None, candidates=candidates, ranker=None)
-    ranker_dir = resolve_ranker(ranker)
-    out["ranker"] = ranker_dir
-    rerank = resolve_reranker(reranker)
-    out["reranker"] = rerank.model and {"model": rerank.model, "top": rerank.top}
+    # as the product runs them: the learned ranker's order, then the reranked head
+    ranked = pipeline_config(reranker=None, ranker=ranker, use_intent=False, candidates=candidates)
+    reranked = pipeline_config(
+        reranker=reranker, ranker=ranker, use_intent=False, candidates=candidates
+    )
+    out["ranker"] = ranked.ranker
+    out["reranker"] = reranked.reranker and {
+        "model": reranked.reranker,
+        "top": reranked.rerank_top,
+    }
     n_index = len(full.searcher.bm25)
     for size in sorted({min(int(s), n_index) for s in sizes}):
         if size == n_index:
@@ -147,16 +150,12 @@ def run_query_bench(
             searcher, bm25_rate = _subset_searcher(full.searcher, library, size)
             rec = Recommender(library, full.config, encoder=full.encoder, searcher=searcher)
         row = {"prefilter": _time(rec, queries, prefilter)}
-        if ranker_dir:
-            row["ranked"] = _time(rec, queries, replace(prefilter, ranker=ranker_dir))
+        if ranked.ranker:
+            row["ranked"] = _time(rec, queries, ranked)
         if bm25_rate:
             row["bm25_build_docs_per_s"] = round(bm25_rate, 1)
-        if rerank.model:  # as the product runs it: the ranker's order, then the reranked head
-            row["reranked"] = _time(
-                rec,
-                queries[: max(10, n_queries // 5)],
-                rerank.apply(replace(prefilter, ranker=ranker_dir)),
-            )
+        if reranked.reranker:
+            row["reranked"] = _time(rec, queries[: max(10, n_queries // 5)], reranked)
         out["sizes"][str(size)] = row
     out["rss_after_queries_mb"] = round(_rss_mb(), 1)
     sample = [

@@ -36,19 +36,9 @@ MANUSCRIPT_FILTER = (
 
 
 def document_text(doc) -> str:
-    """Readable text of a parsed Document: title, abstract, then sections and paragraphs."""
-    parts = []
-    if doc.title:
-        parts.append(doc.title)
-    if doc.abstract:
-        parts.append("Abstract\n" + doc.abstract)
-    for section in doc.sections:
-        if section.heading:
-            parts.append(f"{section.number} {section.heading}".strip())
-        for paragraph in section.paragraphs:
-            if paragraph.sentences:
-                parts.append(" ".join(s.text for s in paragraph.sentences))
-    return "\n\n".join(parts) + "\n"
+    """Readable text of a parsed Document (``Document.display_text``: the service's manuscript
+    analysis reads the same text)."""
+    return doc.display_text()
 
 
 def missing_marks(text: str, missing) -> list[MarginMark]:
@@ -72,7 +62,7 @@ def missing_marks(text: str, missing) -> list[MarginMark]:
         reasons = (
             ", ".join(getattr(item, "reasons", []) or []) or "reads like a claim needing a citation"
         )
-        titles = [r.get("title", "") for r in (getattr(item, "recommendations", None) or [])][:3]
+        titles = [r.title for r in (getattr(item, "recommendations", None) or [])][:3]
         tip = f"Missing citation? ({reasons}; score {item.score:.2f})"
         if titles:
             tip += "\nSuggestions:\n- " + "\n- ".join(titles)
@@ -268,7 +258,7 @@ class DocumentsController(WindowPart):
                 ProgressEvent(0, None, "analyse", "Looking for sentences that need a citation…")
             )
             analysis = analyse_manuscript(
-                self.engine, doc, k=3, recommend=self.engine.ready, link=False, cancelled=cancelled
+                self.engine, doc, recommend=self.engine.ready, cancelled=cancelled
             )
             return doc, analysis.missing, self_ids, cited_ids
 

@@ -96,6 +96,10 @@ class MainWindow(QMainWindow):
         self.results_panel.insert_requested.connect(self.citations.insert_recommendation)
         self.results_panel.copy_requested.connect(self.citations.copy_bibtex)
         self.results_panel.need_changed.connect(self.recommender.need_changed)
+        # "Hide cited" is the service's exclusion rule (exclude_cited): recommend again
+        self.results_panel.exclude_cited.toggled.connect(
+            lambda _on: self.recommender.need_changed("")
+        )
         self._dock(self.results_panel, "Recommendations", Qt.DockWidgetArea.RightDockWidgetArea)
         self.results_panel.leave_requested.connect(self.back_to_text)
         self.flagged_list = FlaggedList()

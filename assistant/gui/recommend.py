@@ -4,12 +4,16 @@ and the result list with its header (the recommend controller)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from assistant.gui.anchoring import Anchor, shown_query
 from assistant.gui.parts import WindowPart
 from assistant.gui.result_card import _esc
-from assistant.service import content_words, query_for_selection, textops
+from assistant.service import (
+    RequestOptions,
+    content_words,
+    manuscript_cited_ids,
+    query_for_selection,
+    textops,
+)
 
 
 class RecommendController(WindowPart):
@@ -29,13 +33,8 @@ class RecommendController(WindowPart):
         editor, state = self.current_editor(), self.current_state()
         text = editor.toPlainText()
         start, end = editor.selection_range()
-        self.cited_ids = self._cited_ids(text, state.style)
-        if state.extras.get("cited_ids") or state.extras.get("self_ids"):  # a manuscript PDF
-            self.cited_ids = tuple(
-                dict.fromkeys(
-                    (*state.extras.get("self_ids", ()), *state.extras.get("cited_ids", ()))
-                )
-            )
+        doc = state.extras.get("doc")  # a manuscript PDF: its references, year and DOI
+        self.cited_ids = manuscript_cited_ids(self.library_panel.library, text, state.style, doc)
         return query_for_selection(
             text,
             start,
@@ -44,13 +43,9 @@ class RecommendController(WindowPart):
             state.style,
             meta=(state.title, state.abstract) if state.read_only else None,
             cited_ids=self.cited_ids,
+            year=getattr(doc, "year", None),
+            doi=getattr(doc, "doi", None),
         )
-
-    def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
-        if self.library_panel.library is None:
-            return ()
-        keys = sorted(textops.cited_keys(text, style))
-        return self.engine.cited_ids(keys, self.library_panel.library)
 
     def recommend(self) -> int | None:
         """Run the pipeline for the selection/cursor on the recommend thread (a newer call wins).
@@ -82,7 +77,7 @@ class RecommendController(WindowPart):
             self.set_status("Nothing to search for: the query has only stop words")
             return None
         k = self.settings.k
-        extra = min(len(self.cited_ids), 20)
+        hide_cited = self.results_panel.exclude_cited.isChecked()  # the service's one rule
         self.window.mode_label.setText(f"  → {spec.mode}")
         self.results_panel.set_message(
             f"Recommending ({spec.mode}) for: “{_esc(spec.text[:140])}”…"
@@ -94,15 +89,16 @@ class RecommendController(WindowPart):
         intent = filters["intent"] or None
         only_collection = self.library_panel.collections.recommend_collection
 
+        request = RequestOptions(
+            k=k,
+            max_year=max_year,
+            intent_preference=intent,
+            collection_ids=(only_collection,) if only_collection is not None else (),
+            exclude_cited=hide_cited,
+        )
+
         def job(progress, cancelled):
-            config = replace(self.engine.default_config(), k=k + extra, exclude_cited=False)
-            if max_year is not None:
-                config.max_year = max_year
-            if intent:
-                config.intent_preference = intent
-            if only_collection is not None:
-                config.collection_ids = (only_collection,)
-            return self.engine.recommend(query, config=config, cancelled=cancelled, fallback=True)
+            return self.engine.recommend(query, request=request, cancelled=cancelled, fallback=True)
 
         return self.window.rec_runner.submit(
             "recommend",
@@ -124,9 +120,6 @@ class RecommendController(WindowPart):
         self.last_result = result
         editor, state = self.current_editor(), self.current_state()
         cited = textops.cited_keys(editor.toPlainText(), state.style)
-        self_ids = set(state.extras.get("self_ids", ()))
-        if self_ids:  # a manuscript PDF never recommends itself
-            result.items = [r for r in result.items if r.paper.id not in self_ids]
         cited_ids = set(state.extras.get("cited_ids", ()))
         cited |= {r.paper.citekey for r in result.items if r.paper.id in cited_ids}
         timings = getattr(result, "timings_ms", {}) or {}

@@ -21,6 +21,7 @@ from assistant.service import (
     Cancelled,
     IndexStatus,
     ProgressEvent,
+    RequestOptions,
     Service,
     ServiceSettings,
     analyse_manuscript,
@@ -181,8 +182,8 @@ def run_demo(
     hits = total = 0
     for i, sentence in enumerate(demo_sentences(draft, n_sentences), start=1):
         query = query_for_text(sentence.text, "local", title, abstract)
-        config = engine.default_config(k=k, exclude_cited=False)
-        result = engine.recommend(query, config=config)
+        request = RequestOptions(k=k, exclude_cited=False)  # the draft's own citations count
+        result = engine.recommend(query, request=request)
         timings = result.timings_ms or {}
         ms = timings.get("total", sum(timings.values()))
         print(f"\n[{i}] {textops_strip(sentence.text)}", file=out)

@@ -21,7 +21,14 @@ from pathlib import Path
 
 from assistant.documents import markers as _markers
 from assistant.library import bibfile as _bibfile
-from assistant.service import AssistantError, Progress, check_cancelled, intent_chips
+from assistant.service import (
+    MANUSCRIPT_K,
+    AssistantError,
+    Progress,
+    RequestOptions,
+    check_cancelled,
+    chip_texts,
+)
 from assistant.service import textops as _textops
 
 log = logging.getLogger(__name__)
@@ -143,7 +150,7 @@ class CitationQuery:
 
     def cache_key(self) -> tuple:
         q = self.query
-        return (q.text, q.mode, q.context, q.title, q.abstract, self.exclude_keys)
+        return (q.text, q.mode, q.context, q.title, q.abstract, q.cited_ids, self.exclude_keys)
 
 
 @dataclass
@@ -218,6 +225,16 @@ class Backend:
             log.debug("lookup of %s failed: %s", key, exc)
             return None
 
+    def _cited_ids(self, text: str, style: str) -> tuple[int, ...]:
+        """Library ids of what the manuscript already cites (``service.manuscript_cited_ids``)."""
+        from assistant.service import manuscript_cited_ids
+
+        try:
+            return manuscript_cited_ids(self._library(), text, style)
+        except Exception as exc:  # an unreadable library was reported at start-up
+            log.debug("cited keys lookup failed: %s", exc)
+            return ()
+
     def paper(self, key: str) -> PaperInfo | None:
         """The library paper with citekey ``key`` (None if none)."""
         paper = self._get(key)
@@ -276,7 +293,9 @@ class Backend:
         its paragraph as context) or a selection, with the manuscript's title and abstract."""
         from assistant.service import query_for_selection
 
-        cited = tuple(p.id for p in (self._get(key) for key in exclude_keys) if p)
+        # the one exclusion rule: everything the manuscript cites (and the keys of this slot)
+        slot = tuple(p.id for p in (self._get(key) for key in exclude_keys) if p)
+        cited = tuple(dict.fromkeys(slot + self._cited_ids(text, style)))
         query, spec = query_for_selection(
             text, start, end, mode="auto", style=style, meta=meta, cited_ids=cited
         )
@@ -289,11 +308,11 @@ class Backend:
         if not self.ready:
             raise NotReady("recommendations are still loading")
         service = self._service()
-        config = service.default_config(k=k, exclude_cited=True)
         check_cancelled(cancelled)
-        result = service.recommend(query.query, config=config, cancelled=cancelled)
+        request = RequestOptions(k=k)  # Hide cited: the manuscript's citations are left out
+        result = service.recommend(query.query, request=request, cancelled=cancelled)
         out = []
-        for item, chip in zip(result.items, intent_chips(result.items)):
+        for item, chip in zip(result.items, chip_texts(result.items)):
             paper = item.paper
             if not paper.citekey:
                 continue
@@ -309,7 +328,7 @@ class Backend:
                     score=float(item.score),
                     intent=item.intent,
                     intent_confidence=item.intent_confidence,
-                    intent_chip=chip.text if item.intent else None,
+                    intent_chip=chip,
                 )
             )
         return out
@@ -318,7 +337,7 @@ class Backend:
         self,
         text: str,
         style: str,
-        k: int = 3,
+        k: int = MANUSCRIPT_K,
         cancelled: Callable[[], bool] | None = None,
     ) -> list[Missing]:
         """Sentences of a manuscript that read as needing a citation (the service's manuscript
@@ -334,7 +353,7 @@ class Backend:
         for item in analysis.missing:
             if item.start is None or item.end is None:
                 continue
-            recs = [r for r in item.recommendations if r.get("citekey")]
+            recs = [r for r in item.recommendations if r.citekey]
             out.append(
                 Missing(
                     start=item.start,
@@ -342,8 +361,8 @@ class Backend:
                     sentence=item.sentence,
                     score=float(item.score),
                     reasons=list(item.reasons),
-                    keys=[r["citekey"] for r in recs],
-                    titles=[r.get("title") or "" for r in recs],
+                    keys=[r.citekey for r in recs],
+                    titles=[r.title or "" for r in recs],
                 )
             )
         return out

@@ -162,7 +162,7 @@ class CommandsMixin:
         doc = self._require(uri)
         found = await self.run_cancellable(
             self.finder_pool,
-            lambda cancelled: self.backend.find_missing(doc.text, doc.style, 3, cancelled),
+            lambda cancelled: self.backend.find_missing(doc.text, doc.style, cancelled=cancelled),
         )
         marks = diagnostics.marks_from(found)
         current = self._require(uri)

@@ -12,7 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -43,6 +43,11 @@ STOPPED = "recommendation cancelled"
 
 @dataclass
 class PipelineConfig:
+    """How the pipeline runs. Two parts: the **set-up** (models, fusion, depths and weights: the
+    user's settings or an evaluation's, built by :func:`pipeline_config`) and the
+    **per-request** fields of :class:`RequestOptions` (``k``, filters, exclusions, the intent
+    preference), which a face sets for one query (``RequestOptions.apply``)."""
+
     k: int = 10
     candidates: int = 100  # fused candidates handed to the reranker
     use_dense: bool = True
@@ -52,7 +57,8 @@ class PipelineConfig:
     ranker: str | None = None  # learned-ranker folder/file (retrieval.ranker; resolved, not "auto")
     use_intent: bool = True
     exclude_ids: Collection[int] = ()
-    exclude_cited: bool = True  # drop the manuscript itself and what it already cites
+    #: drop what the manuscript already cites (the service's rule, ``service.exclusions``)
+    exclude_cited: bool = True
     max_year: int | None = None
     only_ids: Collection[int] | None = None  # recommend only from these papers
     collection_ids: Collection[int] = ()  # ... or only from these library collections
@@ -68,6 +74,26 @@ class PipelineConfig:
     rerank_weight: float = 1.0  # final = w * z(rerank) + (1 - w) * z(score before reranking)
     rerank_top: int | None = None  # rerank only this head of the order (None: every candidate)
     dedupe: bool = True
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """The per-request part of a :class:`PipelineConfig`: what one face asks for one query
+    (everything else is the set-up, the same for every request of a session)."""
+
+    k: int = 10
+    max_year: int | None = None
+    intent_preference: str | None = None  # "background" | "method" | "result"
+    collection_ids: tuple[int, ...] = ()
+    only_ids: tuple[int, ...] | None = None
+    exclude_ids: tuple[int, ...] = ()
+    #: leave out what the manuscript already cites (the GUI's "Hide cited"); the manuscript
+    #: itself is always left out (``service.exclusions``)
+    exclude_cited: bool = True
+
+    def apply(self, config: PipelineConfig) -> PipelineConfig:
+        """``config``'s set-up with this request."""
+        return replace(config, **{f.name: getattr(self, f.name) for f in fields(self)})
 
 
 @dataclass
@@ -119,8 +145,14 @@ class Recommender:
         index_dir=None,
         searcher: SearcherProtocol | None = None,
         intent_labeller: IntentLabeller | None = label_recommendations,
+        exclusions: Callable[[object, Query, PipelineConfig], Collection[int]] | None = None,
     ):
+        """``exclusions(library, query, config)``: the ids a query must not get besides
+        ``config.exclude_ids`` (the service passes its one rule,
+        :func:`assistant.service.exclusions.excluded_ids`; without it only ``exclude_ids``
+        and the trash are left out)."""
         self.library = library
+        self._exclusions = exclusions
         self.config = config or PipelineConfig()
         self.searcher: SearcherProtocol = searcher or Searcher.open(
             library, encoder=encoder, index_dir=index_dir, need_dense=self.config.use_dense
@@ -294,17 +326,8 @@ class Recommender:
     def _excluded(self, query: Query, config: PipelineConfig) -> set[int]:
         excluded = {int(i) for i in config.exclude_ids}
         excluded.update(self.library.trashed_ids())  # in the index until the next `index` run
-        if config.exclude_cited:
-            excluded.update(int(i) for i in query.cited_ids)
-            if query.manuscript_id is not None:
-                excluded.add(int(query.manuscript_id))
-                excluded.update(
-                    c.cited_id for c in self.library.citations_from(query.manuscript_id)
-                )
-            if (
-                query.title
-            ):  # the manuscript may be in the library already (a preprint, an imported PDF)
-                excluded.update(self.library.same_work_ids(query.title, year=query.year))
+        if self._exclusions is not None:
+            excluded.update(int(i) for i in self._exclusions(self.library, query, config))
         return excluded
 
     def _only(self, allowed: np.ndarray | None, config: PipelineConfig) -> np.ndarray | None:
@@ -431,3 +454,21 @@ def prefilter_candidates(
     config = replace(recommender.config, exclude_ids=tuple(exclude_ids), filter_by_year=False)
     pre = recommender.prefilter(Query(text=text, mode=mode, title=title, abstract=abstract), config)
     return pre.fused[:k]
+
+
+def pipeline_config(
+    *,
+    reranker: str | None = "auto",
+    ranker: str | None = "auto",
+    use_intent: bool = True,
+    **overrides,
+) -> PipelineConfig:
+    """THE pipeline-configuration factory (the service's settings, ``eval acm-cr``,
+    ``bench query`` and the evaluation tools): the learned ranker and the cross-encoder resolved
+    from their settings (``"auto"``: the shipped ones; ``None``/``"off"``: none; else a folder),
+    then ``overrides`` (any :class:`PipelineConfig` field)."""
+    from assistant.retrieval.ranker import resolve_ranker
+    from assistant.retrieval.reranker_setting import resolve_reranker
+
+    config = PipelineConfig(ranker=resolve_ranker(ranker), use_intent=use_intent)
+    return replace(resolve_reranker(reranker).apply(config), **overrides)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assistant.documents.abbreviations import defined_in, expand
-from assistant.documents.markers import strip_citation_markers
+from assistant.documents.markers import strip_citation_markers, strip_latex
 from assistant.documents.sentences import detect_mode
 from assistant.errors import AssistantError
 
@@ -39,6 +39,8 @@ class Query:
     manuscript_id: int | None = None
     cited_ids: tuple[int, ...] = ()
     year: int | None = None
+    #: the manuscript's DOI (identifies the manuscript itself in the library: never recommended)
+    doi: str | None = None
     #: the manuscript's authors ("Last, First"), for the bibliographic signals of the ranker
     authors: tuple[str, ...] = ()
     enhance: bool = True  # add the manuscript's title/abstract to local queries
@@ -104,6 +106,47 @@ class Query:
 
     def display_text(self) -> str:
         return strip_citation_markers(self.text) or (self.title or "")
+
+
+def build_query(
+    text: str,
+    mode: str = "auto",
+    *,
+    latex: bool = False,
+    title: str | None = None,
+    abstract: str | None = None,
+    context: str | None = None,
+    authors: tuple[str, ...] | list[str] = (),
+    year: int | None = None,
+    doi: str | None = None,
+    cited_ids: tuple[int, ...] | list[int] = (),
+    abbreviations: tuple[tuple[str, str], ...] = (),
+    abbreviation_source: str = "",
+    enhance: bool = True,
+) -> Query:
+    """THE query builder of the product: every face (CLI ``recommend``, the GUI's and the
+    language server's selection, manuscript analysis, the ACM-CR protocol) builds its ``Query``
+    here. ``latex``: ``text`` and ``context`` are LaTeX, reduced to prose (``strip_latex``)
+    first; ``mode="auto"`` is then resolved by :func:`detect_mode` on that prose."""
+    if latex:
+        text = strip_latex(text or "")
+        context = strip_latex(context) if context else context
+    if mode == "auto":
+        mode = detect_mode(text or "", title, abstract)
+    return Query(
+        text=text or "",
+        mode=mode,
+        title=title or None,
+        abstract=abstract or None,
+        context=context or None,
+        cited_ids=tuple(cited_ids),
+        year=year,
+        doi=doi or None,
+        authors=tuple(authors),
+        enhance=enhance,
+        abbreviations=tuple(abbreviations),
+        abbreviation_source=abbreviation_source,
+    )
 
 
 class EmptyQueryError(AssistantError, ValueError):

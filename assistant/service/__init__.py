@@ -7,7 +7,12 @@ dataclasses they handle are re-exported below.
 """
 
 from assistant.documents import textops
-from assistant.documents.model import Document, DocumentError
+from assistant.documents.model import (
+    Document,
+    DocumentError,
+    MissingCitation,
+    SuggestedPaper,
+)
 from assistant.errors import AssistantError, Cancelled
 from assistant.library.bibfile import (
     AppendResult,
@@ -24,16 +29,28 @@ from assistant.retrieval.bm25 import content_words
 from assistant.retrieval.index import KINDS as INDEX_KINDS
 from assistant.retrieval.index import IndexReport
 from assistant.retrieval.intent_stage import parse_intent_preference
-from assistant.retrieval.pipeline import PipelineConfig, Recommendation, RecommendationResult
+from assistant.retrieval.pipeline import (
+    PipelineConfig,
+    Recommendation,
+    RecommendationResult,
+    RequestOptions,
+)
 from assistant.retrieval.query import (
     MODES,
     EmptyQueryError,
     Query,
+    build_query,
     detect_mode,
     strip_citation_markers,
 )
 from assistant.retrieval.reranker_setting import RerankerSetting, resolve_reranker
-from assistant.service.chips import IntentChip, intent_chip, intent_chips, sentence_label
+from assistant.service.chips import (
+    IntentChip,
+    chip_texts,
+    intent_chip,
+    intent_chips,
+    sentence_label,
+)
 from assistant.service.engine import (
     IMPORTED_STAGE,
     IndexStatus,
@@ -45,14 +62,19 @@ from assistant.service.engine import (
     paper_bibtex,
     require_library,
 )
+from assistant.service.exclusions import excluded_ids, manuscript_cited_ids, own_ids
 from assistant.service.writing import (
+    MANUSCRIPT_K,
     CitationInsert,
     ManuscriptAnalysis,
     analyse_manuscript,
+    find_passage,
+    manuscript_style,
     pdf_exclusions,
     plan_citation,
     query_for_selection,
     query_for_text,
+    query_in_manuscript,
     read_manuscript,
     sync_manuscript_bib,
     write_pending_entries,
@@ -61,6 +83,7 @@ from assistant.service.writing import (
 __all__ = [
     "IMPORTED_STAGE",
     "INDEX_KINDS",
+    "MANUSCRIPT_K",
     "MODES",
     "AppendResult",
     "AssistantError",
@@ -80,6 +103,7 @@ __all__ = [
     "LibraryMissingError",
     "LibraryOpenError",
     "ManuscriptAnalysis",
+    "MissingCitation",
     "Paper",
     "PipelineConfig",
     "Progress",
@@ -87,25 +111,35 @@ __all__ = [
     "Query",
     "Recommendation",
     "RecommendationResult",
+    "RequestOptions",
     "RerankerSetting",
     "Service",
     "ServiceSettings",
+    "SuggestedPaper",
     "analyse_manuscript",
     "apply_bib_change",
+    "build_query",
     "check_cancelled",
+    "chip_texts",
     "content_words",
     "database_error",
     "detect_mode",
+    "excluded_ids",
+    "find_passage",
     "import_summary",
     "intent_chip",
     "intent_chips",
+    "manuscript_cited_ids",
+    "manuscript_style",
     "open_library",
+    "own_ids",
     "paper_bibtex",
     "parse_intent_preference",
     "pdf_exclusions",
     "plan_citation",
     "query_for_selection",
     "query_for_text",
+    "query_in_manuscript",
     "read_bib",
     "read_manuscript",
     "require_library",

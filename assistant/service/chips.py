@@ -67,14 +67,31 @@ def intent_chips(items: list[Recommendation]) -> list[IntentChip]:
     return [intent_chip(it, shared) for it in items]
 
 
-def sentence_label(items: list[Recommendation]) -> str:
-    """One label for the whole list (``"the sentence reads as: method 62%"``) when no card has a
-    per-paper chip of its own but the intent model said something about the sentence; else ""."""
+def sentence_intent(items: list[Recommendation]) -> tuple[str, float | None] | None:
+    """The one label a list shows at its top when no card has a per-paper chip of its own but
+    the intent model said something about the sentence: ``(label, probability)``; else None."""
     chips = intent_chips(items)
     if not items or any(c.shown for c in chips) or not items[0].intent:
-        return ""
+        return None
     probs = items[0].intent_probs or {}
     if probs:
         label, p = max(probs.items(), key=lambda kv: kv[1])
-        return f"the sentence reads as: {label} {p:.0%}"
-    return f"the sentence reads as: {items[0].intent}"
+        return label, p
+    return items[0].intent, None
+
+
+def sentence_label(items: list[Recommendation]) -> str:
+    """:func:`sentence_intent` as the faces print it (``"the sentence reads as: method 62%"``),
+    else ""."""
+    found = sentence_intent(items)
+    if found is None:
+        return ""
+    label, p = found
+    return f"the sentence reads as: {label}" + (f" {p:.0%}" if p is not None else "")
+
+
+def chip_texts(items: list[Recommendation]) -> list[str | None]:
+    """Per card, what the CLI, the language server and manuscript analysis print: the chip's
+    text when it is worth showing (:attr:`IntentChip.shown`, the GUI's rule), else None. With
+    no per-paper chip, :func:`sentence_label` says what the intent model read in the sentence."""
+    return [chip.text if chip.shown else None for chip in intent_chips(items)]

@@ -44,11 +44,16 @@ from assistant.library.models import ImportIssue, ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
 from assistant.retrieval.index import IndexPaths, IndexReport, build_index, load_index_encoder
-from assistant.retrieval.pipeline import PipelineConfig, RecommendationResult, Recommender
+from assistant.retrieval.pipeline import (
+    PipelineConfig,
+    RecommendationResult,
+    Recommender,
+    RequestOptions,
+    pipeline_config,
+)
 from assistant.retrieval.query import Query, as_query
-from assistant.retrieval.ranker import resolve_ranker
-from assistant.retrieval.reranker_setting import resolve_reranker
 from assistant.retrieval.searcher import EmptyLibraryError
+from assistant.service.exclusions import cited_key_ids, excluded_ids
 from assistant.service.fallback import keyword_fallback
 
 log = logging.getLogger(__name__)
@@ -181,10 +186,12 @@ class Service:
 
     def default_config(self, **overrides) -> PipelineConfig:
         """The pipeline configuration of these settings (reranker resolved), with ``overrides``."""
-        config = PipelineConfig(
-            ranker=resolve_ranker(self.settings.ranker), use_intent=self.settings.use_intent
+        return pipeline_config(
+            reranker=self.settings.reranker,
+            ranker=self.settings.ranker,
+            use_intent=self.settings.use_intent,
+            **overrides,
         )
-        return replace(resolve_reranker(self.settings.reranker).apply(config), **overrides)
 
     # --- reads (never wait for a job) --------------------------------------------------------
     def _current(self) -> _Snapshot:
@@ -200,7 +207,9 @@ class Service:
         """A new reader over the committed index (raises ``EmptyLibraryError``/``IndexMissingError``)."""
         reader = Library(self.db_path)
         try:
-            recommender = Recommender(reader, config=self.default_config(), encoder=encoder)
+            recommender = Recommender(
+                reader, config=self.default_config(), encoder=encoder, exclusions=excluded_ids
+            )
         except BaseException:
             reader.close()
             raise
@@ -213,12 +222,19 @@ class Service:
         config: PipelineConfig | None = None,
         cancelled: CancelCheck | None = None,
         *,
+        request: RequestOptions | None = None,
         fallback: bool = False,
     ) -> RecommendationResult:
         """Run the pipeline on the last committed index (never builds one, never waits for a job).
-        A query naming no authors gets the user's own names from the settings. With ``fallback``,
-        a library without any index yet gets keyword (BM25) matches with a notice instead of
+
+        ``config`` is the set-up (default :meth:`default_config`), ``request`` what this one
+        query asks for (k, filters, Hide cited; applied over ``config``). The manuscript itself
+        and (``exclude_cited``) what it cites are left out (``service.exclusions``). A query
+        naming no authors gets the user's own names from the settings. With ``fallback``, a
+        library without any index yet gets keyword (BM25) matches with a notice instead of
         ``IndexMissingError``."""
+        if request is not None:
+            config = request.apply(config or self.default_config())
         query = as_query(query)
         if not query.authors and self.settings.authors:
             query = replace(query, authors=tuple(self.settings.authors))
@@ -253,13 +269,7 @@ class Service:
     def cited_ids(self, keys: Sequence[str], library: Library | None = None) -> tuple[int, ...]:
         """Library ids of the citekeys a manuscript already cites (unknown keys are skipped), read
         through ``library`` (e.g. the UI thread's own connection) or :meth:`reader`."""
-        library = library or self.reader()
-        ids = []
-        for key in keys:
-            paper = library.get_by_citekey(key)
-            if paper is not None and paper.id is not None:
-                ids.append(paper.id)
-        return tuple(ids)
+        return cited_key_ids(library or self.reader(), keys)
 
     def index_stale(self) -> bool:
         """Papers were added or removed since the index in use was built."""

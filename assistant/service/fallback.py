@@ -14,6 +14,7 @@ from assistant.library.store import Library
 from assistant.retrieval.pipeline import PipelineConfig, Recommendation, RecommendationResult
 from assistant.retrieval.query import Query
 from assistant.retrieval.searcher import EmptyLibraryError
+from assistant.service.exclusions import excluded_ids
 
 NOTICE = (
     "No search index yet: these are keyword (BM25) matches only. "
@@ -31,11 +32,7 @@ def keyword_fallback(db_path: Path, query: Query, config: PipelineConfig) -> Rec
             raise EmptyLibraryError(
                 f"the library {db_path} is empty: import papers first (Library ▸ Import files)"
             )
-        excluded = set(config.exclude_ids)
-        if config.exclude_cited:
-            excluded |= set(query.cited_ids)
-            if query.manuscript_id is not None:
-                excluded.add(query.manuscript_id)
+        excluded = set(config.exclude_ids) | excluded_ids(library, query, config)
         members = (
             set(collection_paper_ids(library, config.collection_ids))
             if config.collection_ids

@@ -4,21 +4,21 @@ insert (as data the GUI applies), and the analysis of a manuscript. No Qt, no cl
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant.documents import textops
-from assistant.documents.abbreviations import find_abbreviations
 from assistant.documents.draft import parse_draft
 from assistant.documents.manuscript import (
     DEFAULT_THRESHOLD,
     MissingCitation,
     find_missing_citations,
-    sentence_neighbours,
 )
 from assistant.documents.markers import strip_latex
-from assistant.documents.model import Document
+from assistant.documents.model import Document, SuggestedPaper
+from assistant.errors import Cancelled
 from assistant.library.bibfile import (
     BibChange,
     apply_bib_change,
@@ -30,10 +30,18 @@ from assistant.library.bibsync import BibSyncReport, sync_bib
 from assistant.library.linking import link_references
 from assistant.library.models import Paper
 from assistant.library.store import Library
-from assistant.retrieval.query import Query
+from assistant.retrieval.pipeline import RequestOptions
+from assistant.retrieval.query import Query, build_query, detect_mode
+from assistant.service.chips import chip_texts
 from assistant.service.engine import Service
+from assistant.service.exclusions import manuscript_cited_ids, own_ids
 
 log = logging.getLogger(__name__)
+
+#: papers suggested per flagged sentence (CLI ``manuscript -k``, the GUI's marks, the LSP)
+MANUSCRIPT_K = 5
+#: flagged sentences that get suggestions (the likeliest first)
+MAX_RECOMMEND = 40
 
 
 # --- queries ---------------------------------------------------------------------------------
@@ -44,14 +52,17 @@ def query_for_text(
     abstract: str | None = None,
     authors: Sequence[str] = (),
     year: int | None = None,
+    context: str | None = None,
 ) -> Query:
-    """The query for a passage (CLI ``recommend TEXT``); ``auto`` is resolved by the one rule,
-    ``retrieval.query.detect_mode``. Raises ``EmptyQueryError`` when there is nothing to search."""
-    query = Query(
-        text=text or "",
-        mode=mode,
-        title=title or None,
-        abstract=abstract or None,
+    """The query for a passage (CLI ``recommend TEXT``), built by the one builder
+    (``retrieval.query.build_query``: ``auto`` resolved by ``detect_mode``). Raises
+    ``EmptyQueryError`` when there is nothing to search."""
+    query = build_query(
+        text or "",
+        mode,
+        title=title,
+        abstract=abstract,
+        context=context,
         authors=tuple(authors),
         year=year,
     )
@@ -68,34 +79,42 @@ def query_for_selection(
     meta: tuple[str, str] | None = None,
     cited_ids: tuple[int, ...] = (),
     authors: Sequence[str] | None = None,
+    *,
+    year: int | None = None,
+    doi: str | None = None,
 ) -> tuple[Query, textops.QuerySpec]:
-    """The query for an editor's selection (or the sentence at the cursor), as the GUI sends it.
+    """The query for an editor's selection (or the sentence at the cursor): the GUI, the
+    language server, manuscript analysis and ``recommend --manuscript`` all send this one.
 
-    ``mode="auto"`` picks the mode with the same rule as the CLI; a selection the user would send
-    with ``recommend TEXT`` gets the same query. ``meta`` is the manuscript's (title, abstract)
-    (read from the text when None), ``authors`` its authors (``\\author{}`` / YAML ``author:``
-    when None). A local query carries the paragraph's other sentences as context; a global one
-    is the title + abstract when the manuscript has them.
+    ``mode="auto"`` picks the mode with the same rule as the CLI, on the selection's prose (a
+    LaTeX selection after ``strip_latex``). ``meta`` is the manuscript's (title, abstract) (read
+    from the text when None), ``authors`` its authors (``\\author{}`` / YAML ``author:`` when
+    None), ``year``/``doi`` what is known of a parsed PDF. A local query carries the paragraph's
+    other sentences as context; a global one is the title + abstract when the manuscript has
+    them.
     """
     spec = textops.query_at(document, sel_start, sel_end)
     if mode != "auto":
         spec = textops.context_for_mode(document, spec, mode)
     title, abstract = meta if meta is not None else textops.manuscript_meta(document, style)
+    latex = style == textops.LATEX  # \section{Method}, \begin{itemize}, \label{..}: not prose
+    if mode == "auto":  # the one rule, on what is searched for (not on the raw LaTeX)
+        spec.mode = detect_mode(strip_latex(spec.text) if latex else spec.text, title, abstract)
     p_start, p_end = textops.paragraph_bounds(document, spec.start)
     context = None
     if spec.mode == "local":  # the neighbouring sentences of the paragraph
         context = (document[p_start : spec.start] + " " + document[spec.end : p_end]).strip()
     text = spec.text if spec.mode != "global" or not (title or abstract) else ""
-    if style == textops.LATEX:  # \section{Method}, \begin{itemize}, \label{..}: not prose
-        text = strip_latex(text)
-        context = strip_latex(context) if context else context
-    query = Query(
-        text=text,
-        mode=spec.mode,
-        title=title or None,
-        abstract=abstract or None,
-        context=context or None,
-        cited_ids=tuple(cited_ids),
+    query = build_query(
+        text,
+        spec.mode,
+        latex=latex,
+        title=title,
+        abstract=abstract,
+        context=context,
+        cited_ids=cited_ids,
+        year=year,
+        doi=doi,
         abbreviation_source=document,  # read when the query runs, off the UI thread
         authors=tuple(
             authors if authors is not None else textops.manuscript_authors(document, style)
@@ -202,9 +221,10 @@ def sync_manuscript_bib(
 
 def pdf_exclusions(service: Service, doc: Document) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Library ids of a manuscript PDF itself (never recommended to it) and of the papers its
-    reference list cites (hidden by "Hide cited"); links the references on the way."""
+    reference list cites (hidden by "Hide cited"); links the references on the way (the rule:
+    :mod:`assistant.service.exclusions`)."""
     reader = service.reader()
-    self_ids = tuple(reader.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
+    self_ids = own_ids(reader, doc.title, doc.doi, doc.year)
     if doc.references and any(r.paper_id is None for r in doc.references):
         link_references(doc.references, reader)
     cited = tuple(dict.fromkeys(r.paper_id for r in doc.references if r.paper_id is not None))
@@ -240,102 +260,128 @@ def analyse_manuscript(
     *,
     fmt: str | None = None,
     recommend: bool = True,
-    k: int = 5,
+    k: int = MANUSCRIPT_K,
     threshold: float | None = None,
     link: bool = True,
     cancelled: Callable[[], bool] | None = None,
+    max_recommend: int = MAX_RECOMMEND,
 ) -> ManuscriptAnalysis:
     """Find the sentences of ``document`` (a parsed Document or a draft's text in ``fmt``) that
-    need a citation; with a ``service``, link its references to the library and suggest ``k``
-    papers for each from the last committed index (never waiting for a job)."""
+    need a citation; with a ``service``, link its references to the library (``link``) and
+    suggest ``k`` papers for each of the ``max_recommend`` likeliest from the last committed
+    index (never waiting for a job). Each suggestion list is what the GUI shows for that
+    sentence selected in the manuscript: the same query (:func:`query_for_selection`), the same
+    exclusions and :meth:`Service.recommend` (and so the author signals)."""
     doc = document if isinstance(document, Document) else parse_draft(document, fmt=fmt)
     notes: list[str] = []
-    recommender = None
-    if service is not None:
-        if link and doc.references:
-            link_references(doc.references, service.reader())
-        if recommend:
-            try:
-                recommender = service.recommender
-            except Exception as exc:  # missing index / models: explain, keep going
-                notes.append(f"no recommendations: recommender unavailable: {exc}")
     missing = find_missing_citations(
         doc, threshold=DEFAULT_THRESHOLD if threshold is None else threshold
     )
-    if recommender is not None and missing:
-        recommend_for_missing(doc, missing, recommender, k=k, cancelled=cancelled)
+    if service is None:
+        return ManuscriptAnalysis(doc, missing, notes)
+    if link and doc.references and any(r.paper_id is None for r in doc.references):
+        link_references(doc.references, service.reader())
+    if recommend and missing:
+        try:
+            service.recommender  # noqa: B018 -- opens the index: a missing one is a note
+        except Exception as exc:  # missing index / models: explain, keep going
+            notes.append(f"no recommendations: recommender unavailable: {exc}")
+        else:
+            _suggest(service, doc, missing, k, max_recommend, cancelled)
     return ManuscriptAnalysis(doc, missing, notes)
 
 
-def recommend_for_missing(
+_STYLES = {"latex": textops.LATEX, "markdown": textops.MARKDOWN}
+
+
+def manuscript_style(doc: Document) -> str:
+    """The citation style the text of ``doc`` is read in (``textops``)."""
+    return _STYLES.get(doc.format, textops.NUMERIC)
+
+
+def find_passage(doc: Document, passage: str) -> tuple[int, int] | None:
+    """``[start, end)`` of ``passage`` in ``doc.display_text()`` (line breaks and runs of spaces
+    match any whitespace), or None."""
+    words = (passage or "").split()
+    if not words:
+        return None
+    found = re.search(r"\s+".join(map(re.escape, words)), doc.display_text())
+    return (found.start(), found.end()) if found else None
+
+
+def query_in_manuscript(
+    library: Library,
+    doc: Document,
+    start: int,
+    end: int,
+    mode: str = "auto",
+    cited_ids: tuple[int, ...] | None = None,
+) -> tuple[Query, textops.QuerySpec]:
+    """The query for ``doc.display_text()[start:end]``, as the GUI builds it for that selection
+    in the manuscript's tab (a draft's own text; a PDF's text with its parsed title, abstract,
+    year and DOI); ``cited_ids``: :func:`manuscript_cited_ids` when None."""
+    text = doc.display_text()
+    style = manuscript_style(doc)
+    pdf = not doc.text
+    if cited_ids is None:
+        cited_ids = manuscript_cited_ids(library, text, style, doc)
+    return query_for_selection(
+        text,
+        start,
+        end,
+        mode,
+        style,
+        meta=(doc.title, doc.abstract) if pdf else None,
+        cited_ids=cited_ids,
+        year=doc.year if pdf else None,
+        doi=doc.doi if pdf else None,
+    )
+
+
+def _suggest(
+    service: Service,
     doc: Document,
     missing: list[MissingCitation],
-    recommender,
-    k: int = 5,
-    max_recommend: int = 40,
-    cancelled: Callable[[], bool] | None = None,
+    k: int,
+    max_recommend: int,
+    cancelled: Callable[[], bool] | None,
 ) -> None:
-    """Fill the ``recommendations`` of the ``max_recommend`` highest-scoring ``missing`` sentences
-    with the ``recommender``'s top-``k`` papers (a :class:`~assistant.retrieval.pipeline.Recommender`),
-    excluding papers the document already cites and the manuscript itself."""
-    neighbours = sentence_neighbours(doc)
-    cited = {r.paper_id for r in doc.references if r.paper_id is not None}
-    library = getattr(recommender, "library", None)
-    if library is not None and hasattr(
-        library, "same_work_ids"
-    ):  # the manuscript itself, by DOI or title
-        cited.update(library.same_work_ids(doc.title, doi=doc.doi, year=doc.year))
-    config = getattr(recommender, "config", None)
-    if config is not None:
-        try:
-            config = replace(
-                config, k=k, exclude_ids=tuple(set(getattr(config, "exclude_ids", ())) | cited)
-            )
-        except TypeError:
-            config = None
-    ranked = sorted(missing, key=lambda m: -m.score)[:max_recommend]
-    full_text = " ".join([doc.title, doc.abstract] + [s.text for s in doc.sentences()])
-    defined = tuple(find_abbreviations(full_text).items())
-    for item in ranked:
+    """Fill ``recommendations`` of the ``max_recommend`` highest-scoring sentences."""
+    reader = service.reader()
+    text = doc.display_text()
+    cited = manuscript_cited_ids(reader, text, manuscript_style(doc), doc)
+    request = RequestOptions(k=k)  # the manuscript's citations left out, as in the GUI
+    for item in sorted(missing, key=lambda m: -m.score)[:max_recommend]:
         if cancelled is not None and cancelled():
             break
+        span = _span(doc, item)
+        if span is None:
+            continue
+        query, _spec = query_in_manuscript(reader, doc, *span, cited_ids=cited)
         try:
-            context = neighbours.get((item.paragraph, item.sentence), "")
-            query = Query(
-                _query_text(item.sentence, doc.format),
-                mode="local",
-                title=doc.title or None,
-                abstract=doc.abstract or None,
-                context=_query_text(context, doc.format) or None,
-                cited_ids=tuple(sorted(cited)),
-                year=doc.year,
-                abbreviations=defined,
-            )
-            result = (
-                recommender.recommend(query, config=config)
-                if config is not None
-                else recommender.recommend(query)
-            )
+            result = service.recommend(query, request=request, cancelled=cancelled)
+        except Cancelled:
+            break
         except Exception as exc:  # one failed query must not lose the whole list
             log.warning("recommendation failed for %r: %s", item.sentence[:60], exc)
             continue
         item.recommendations = [
-            {
-                "paper_id": rec.paper.id,
-                "title": rec.paper.title,
-                "year": rec.paper.year,
-                "doi": rec.paper.doi,
-                "citekey": rec.paper.citekey,
-                "score": round(float(rec.score), 4),
-                "intent": rec.intent,
-            }
-            for rec in result.items[:k]
+            SuggestedPaper(
+                paper_id=int(rec.paper.id),
+                title=rec.paper.title,
+                year=rec.paper.year,
+                doi=rec.paper.doi,
+                citekey=rec.paper.citekey,
+                score=round(float(rec.score), 4),
+                intent=rec.intent,
+                intent_chip=chip,
+            )
+            for rec, chip in zip(result.items[:k], chip_texts(result.items[:k]))
         ]
 
 
-def _query_text(sentence: str, fmt: str) -> str:
-    if fmt == "latex":
-        from assistant.documents.draft import _delatex
-
-        return _delatex(sentence)
-    return sentence
+def _span(doc: Document, item: MissingCitation) -> tuple[int, int] | None:
+    """Where the flagged sentence is in ``doc.display_text()`` (a draft's own offsets)."""
+    if doc.text and item.start is not None and item.end is not None:
+        return item.start, item.end
+    return find_passage(doc, item.sentence)

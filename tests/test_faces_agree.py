@@ -99,14 +99,14 @@ def _gui(qtbot, db: Path, draft: Path, spans) -> list[list[tuple[str, float]]]:
     qtbot.addWidget(win)
     win.show()
     with qtbot.waitSignal(win.engine_ready, timeout=600_000):
-        win.start()
-    editor = win.open_file(draft)
+        win.jobs.start()
+    editor = win.documents.open_file(draft)
     assert editor.state.style == textops.LATEX
     out = []
     for start, end in spans:
         editor.select_range(start, end)
         with qtbot.waitSignal(win.recommendations_ready, timeout=120_000) as blocker:
-            assert win.recommend() is not None
+            assert win.recommender.recommend() is not None
         result = blocker.args[0]
         assert result.mode == "local"
         out.append([(r.paper.citekey, round(r.score, 4)) for r in result.items])

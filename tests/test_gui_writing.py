@@ -355,7 +355,7 @@ def test_manuscript_pdf_recommends_itself_and_cited(window, qtbot, tmp_path):
     assert len(editor.marks) == first == window.flagged_list.list.count()
     # the service's one exclusion rule on the tab's query: itself always, its reference with
     # Hide cited (the GUI no longer filters a list after ranking)
-    query, _spec = window.build_query()
+    query, _spec = window.recommender.build_query()
     config = window.engine.default_config(exclude_cited=True)
     assert {ids[0], ids[1]} <= excluded_ids(lib, query, config)
     assert ids[2] not in excluded_ids(lib, query, config)

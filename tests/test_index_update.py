@@ -15,6 +15,7 @@ from retrieval_helpers import SAMPLE_BIB, CountingEncoder, make_library
 from assistant.evaluation.synthetic import SyntheticEncoder
 from assistant.library.editing import edit_paper
 from assistant.library.models import Paper
+from assistant.retrieval import bm25 as bm25_module
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.index import DIRTY, IndexPaths, build_index
 from assistant.retrieval.searcher import Searcher
@@ -65,7 +66,9 @@ def test_counts_score_as_bm25s_does(library):
     np.testing.assert_allclose(ours.model.scores["data"], ref.scores["data"], rtol=1e-6)
 
 
-def test_bm25_update_equals_rebuild(library, tmp_path):
+@pytest.mark.parametrize("few", [200_000, 0], ids=["column-by-column", "one-merge"])
+def test_bm25_update_equals_rebuild(library, tmp_path, monkeypatch, few):
+    monkeypatch.setattr(bm25_module, "FEW_ENTRIES", few)
     papers = list(library.iter_papers())
     text = {p.id: p.lexical_text() for p in papers}
     old = BM25Index.build(sorted(text), [text[i] for i in sorted(text)])

@@ -53,6 +53,9 @@ _STOP = frozenset(STOPWORDS_EN) | frozenset(
     ]
 )
 FORMAT_VERSION = 1
+#: ``BM25Index.updated``: up to this many new (word, paper) entries are put in place column by
+#: column; more are merged in one pass over the whole matrix.
+FEW_ENTRIES = 200_000
 
 
 class Analyzer:
@@ -205,9 +208,7 @@ class BM25Index:
         ids = np.union1d(self.ids[~gone], new_ids)
         new_row = np.full(len(self.ids), -1, np.int64)
         new_row[~gone] = np.searchsorted(ids, self.ids[~gone])
-        keys = counts.keys()
         kept = ~gone[counts.indices]
-        keys = (keys[kept] & ~0xFFFFFFFF) | new_row[counts.indices[kept]]
         doclen = np.zeros(len(ids), np.int64)
         doclen[new_row[~gone]] = counts.doclen[~gone]
         add_keys, add_tf = [], []
@@ -220,10 +221,17 @@ class BM25Index:
         add_k = np.concatenate(add_keys) if add_keys else np.empty(0, np.int64)
         add_t = np.concatenate(add_tf) if add_tf else np.empty(0, np.int64)
         by_key = np.argsort(add_k, kind="stable")
-        where = np.searchsorted(keys, add_k[by_key])
-        keys = np.insert(keys, where, add_k[by_key])
-        tf = np.insert(counts.tf[kept], where, add_t[by_key])
-        merged = TermCounts.from_keys(keys, tf, doclen, len(vocab))
+        add_k, add_t = add_k[by_key], add_t[by_key]
+        moved = None if np.array_equal(ids, self.ids) else new_row
+        if len(add_k) <= FEW_ENTRIES:
+            merged = _insert_few(counts, kept, moved, add_k, add_t, doclen, len(vocab))
+        else:  # many new entries: one merge of the whole key array
+            keys = counts.keys()
+            keys = (keys[kept] & ~0xFFFFFFFF) | new_row[counts.indices[kept]]
+            where = np.searchsorted(keys, add_k)
+            keys = np.insert(keys, where, add_k)
+            tf = np.insert(counts.tf[kept], where, add_t)
+            merged = TermCounts.from_keys(keys, tf, doclen, len(vocab))
         return BM25Index.from_counts(ids, merged, vocab, self.params)
 
     @classmethod
@@ -344,6 +352,38 @@ class BM25Index:
 
     def row_of(self, paper_id: int) -> int | None:
         return self._row_of.get(int(paper_id))
+
+
+def _insert_few(
+    counts: TermCounts,
+    kept: np.ndarray,
+    new_row: np.ndarray | None,
+    add_k: np.ndarray,
+    add_t: np.ndarray,
+    doclen: np.ndarray,
+    n_vocab: int,
+) -> TermCounts:
+    """``counts`` without the entries not ``kept``, rows renumbered by ``new_row`` (None: rows
+    stay), plus the sorted ``column << 32 | row`` entries ``add_k`` (counts ``add_t``), each put
+    in its column by a search of that column alone."""
+    rows = counts.indices[kept]
+    if new_row is not None:
+        rows = new_row[rows].astype(np.int32)
+    indptr = counts.indptr.copy()
+    removed = np.flatnonzero(~kept)
+    if len(removed):
+        cols = np.searchsorted(counts.indptr, removed, side="right") - 1
+        indptr[1:] -= np.cumsum(np.bincount(cols, minlength=len(indptr) - 1))
+    indptr = np.concatenate([indptr, np.full(n_vocab + 1 - len(indptr), indptr[-1])])
+    cols, add_rows = add_k >> 32, add_k & 0xFFFFFFFF
+    where = [
+        indptr[c] + np.searchsorted(rows[indptr[c] : indptr[c + 1]], r)
+        for c, r in zip(cols.tolist(), add_rows.tolist())
+    ]
+    rows = np.insert(rows, where, add_rows.astype(np.int32))
+    tf = np.insert(counts.tf[kept], where, add_t)
+    indptr[1:] += np.cumsum(np.bincount(cols, minlength=n_vocab))
+    return TermCounts(tf, rows, indptr, doclen)
 
 
 def top_k(

@@ -251,11 +251,11 @@ def _load_dense(paths: IndexPaths) -> dict[int, tuple[bytes, str]]:
         versions = index_files.load_json(paths.dense / "versions.json")
         if len(ids) != len(hashes):
             raise ValueError("ids/hashes length mismatch")
-        dirty = dirty_ids(paths)
-        return {
-            int(i): (b"", "") if i in dirty else (h, versions.get(str(int(i)), ""))
-            for i, h in zip(ids.tolist(), hashes.tolist())
-        }
+        ids_list, get = ids.tolist(), versions.get
+        stored = dict(zip(ids_list, zip(hashes.tolist(), [get(k, "") for k in map(str, ids_list)])))
+        for pid in dirty_ids(paths) & stored.keys():
+            stored[pid] = (b"", "")
+        return stored
     except (IndexDamagedError, ValueError, TypeError) as exc:
         log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
         return {}
@@ -363,6 +363,13 @@ class IndexJob:
     versions: dict[int, str] = field(default_factory=dict)  # the library's papers now
     digest: str = ""
     stored: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # the dense index's
+    _stored_versions: dict[int, str] | None = None
+
+    @property
+    def stored_versions(self) -> dict[int, str]:
+        if self._stored_versions is None:
+            self._stored_versions = {i: v for i, (_, v) in self.stored.items()}
+        return self._stored_versions
 
     @property
     def kind_requested(self) -> str:
@@ -464,7 +471,7 @@ def _is_current(job: IndexJob, bm25_meta: dict) -> bool:
         and not meta.get("missing")
         # meta.json is written last: a run killed before it left meta of an older state
         and meta.get("versions") == job.digest
-        and {i: v for i, (_, v) in job.stored.items()} == job.versions
+        and job.stored_versions == job.versions
         and (job.paths.dense / "faiss.index").exists()
     )
 

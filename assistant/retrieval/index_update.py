@@ -53,7 +53,8 @@ def update_changed(job: IndexJob, bm25_meta: dict) -> bool:
     only a full pass can: a new encoder or kind, a partial or unreadable index, a BM25 index
     without term counts, or most of the library changed."""
     report, stored, versions = job.report, job.stored, job.versions
-    changed = sorted(pid for pid, v in versions.items() if stored.get(pid, (b"", None))[1] != v)
+    known = job.stored_versions
+    changed = sorted(pid for pid, v in versions.items() if known.get(pid) != v)
     removed = sorted(set(stored) - set(versions))
     if not _updatable(job, bm25_meta) or len(changed) + len(removed) > MAX_CHANGED_SHARE * max(
         len(versions), 1
@@ -92,7 +93,7 @@ def _updatable(job: IndexJob, bm25_meta: dict) -> bool:
         and meta.get("dim")
         and bm25_matches(
             bm25_meta,
-            _versions_digest({i: v for i, (_, v) in stored.items()}),
+            _versions_digest(job.stored_versions),
             job.bm25_params,
         )
         and index_files.is_regular(job.paths.dense / "faiss.index")

@@ -112,7 +112,7 @@ def _vectors_fit(job: IndexJob) -> bool:
 
 def _load_bm25(job: IndexJob) -> BM25Index | None:
     try:
-        bm25 = BM25Index.load(job.paths.bm25, counts=True)
+        bm25 = BM25Index.load(job.paths.bm25, mmap=True, counts=True)  # scores are recomputed
     except (IndexDamagedError, FileNotFoundError, ValueError):
         return None
     if bm25.counts is None or not np.array_equal(bm25.ids, np.fromiter(sorted(job.stored), int)):

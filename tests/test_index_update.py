@@ -16,7 +16,7 @@ from assistant.evaluation.synthetic import SyntheticEncoder
 from assistant.library.editing import edit_paper
 from assistant.library.models import Paper
 from assistant.retrieval import bm25 as bm25_module
-from assistant.retrieval.bm25 import BM25Index, BM25Params
+from assistant.retrieval.bm25 import BM25Index, BM25Params, TermCounts
 from assistant.retrieval.index import DIRTY, IndexPaths, build_index
 from assistant.retrieval.searcher import Searcher
 
@@ -64,6 +64,9 @@ def test_counts_score_as_bm25s_does(library):
     assert np.array_equal(ours.model.scores["indices"], ref.scores["indices"])
     assert np.array_equal(ours.model.scores["indptr"], ref.scores["indptr"])
     np.testing.assert_allclose(ours.model.scores["data"], ref.scores["data"], rtol=1e-6)
+    chunked = TermCounts.from_docs(docs, len(vocab), chunk=7)  # rows counted 7 at a time
+    for name in ("tf", "indices", "indptr", "doclen"):
+        assert np.array_equal(getattr(chunked, name), getattr(ours.counts, name)), name
 
 
 @pytest.mark.parametrize("few", [200_000, 0], ids=["column-by-column", "one-merge"])

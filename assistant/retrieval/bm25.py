@@ -98,13 +98,26 @@ class TermCounts:
         self.doclen = np.asarray(doclen, dtype=np.int32)
 
     @classmethod
-    def from_docs(cls, docs: list[list[int]], n_vocab: int) -> TermCounts:
-        """Counts of token-id lists (one per row)."""
+    def from_docs(cls, docs: list[list[int]], n_vocab: int, chunk: int = 20_000) -> TermCounts:
+        """Counts of token-id lists (one per row), counted a chunk of rows at a time (the
+        temporary arrays hold one chunk's tokens, not the corpus's)."""
         lens = np.fromiter((len(d) for d in docs), np.int64, count=len(docs))
-        tokens = np.fromiter(chain.from_iterable(docs), np.int64, count=int(lens.sum()))
-        rows = np.repeat(np.arange(len(docs), dtype=np.int64), lens)
-        keys, tf = np.unique((tokens << 32) | rows, return_counts=True)  # column-major order
-        return cls.from_keys(keys, tf, lens, n_vocab)
+        keys, tfs = [], []
+        for start in range(0, len(docs), chunk):
+            part = lens[start : start + chunk]
+            tokens = np.fromiter(
+                chain.from_iterable(docs[start : start + chunk]), np.int64, count=int(part.sum())
+            )
+            rows = np.repeat(np.arange(start, start + len(part), dtype=np.int64), part)
+            k, c = np.unique((tokens << 32) | rows, return_counts=True)
+            keys.append(k)
+            tfs.append(c.astype(np.int32))
+        if len(keys) <= 1:
+            key = keys[0] if keys else np.empty(0, np.int64)
+            return cls.from_keys(key, tfs[0] if tfs else np.empty(0, np.int32), lens, n_vocab)
+        key = np.concatenate(keys)
+        order = np.argsort(key, kind="stable")  # column-major over all the chunks
+        return cls.from_keys(key[order], np.concatenate(tfs)[order], lens, n_vocab)
 
     @classmethod
     def from_keys(

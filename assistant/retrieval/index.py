@@ -4,17 +4,19 @@ Layout of ``<db>.index/``::
 
     meta.json                     fingerprint/name/dim of the encoder, FAISS kind, counts
     dense/ids.npy hashes.npy vectors.npy versions.json faiss.index
+    dense/dirty.json              papers whose rows a killed run was patching (index_update)
     dense/pending/chunk-*.npz     embedded chunks of an interrupted run (an EmbeddingCache)
-    bm25/                         bm25s files + ids.npy + bm25.json (+ versions.sha1)
+    bm25/                         bm25s files + ids.npy + years.npy + bm25.json (versions
+                                  digest) + tf.npy doclen.npy (term counts, for updates)
 
 Only papers whose ``encoder_text()`` has no vector yet are embedded (new or changed texts);
 deleted papers are dropped; a different encoder fingerprint discards the vectors and rebuilds them.
+When few papers changed, only those are read (``index_update``); else one pass reads them all.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -22,7 +24,7 @@ import shutil
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +39,20 @@ from assistant.retrieval import index_files
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
 from assistant.retrieval.index_files import IndexDamagedError
-
-#: Paper ids whose vector rows a killed run may have left half-patched (``index_update``).
-DIRTY = "dirty.json"
+from assistant.retrieval.index_layout import (
+    DIRTY,
+    IVF_MIN,
+    PQ_MIN,
+    IndexPaths,
+    IndexReport,
+    atomic_save_npy,
+    atomic_write,
+    load_dense,
+    make_faiss,
+    remove_leftovers,
+    stored_vectors,
+    versions_digest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +65,6 @@ FLAT_LIMIT = 500_000
 #: this many, and IVF-PQ (48 bytes a vector) above it, where HNSW would not fit a laptop's memory.
 HNSW_LIMIT = 5_000_000
 INDEX_LOCK_WAIT_S = 600.0  # a second index job waits this long for the first one
-#: IVF needs enough vectors to train its coarse quantizer (IVF-PQ also its codebooks).
-IVF_MIN = 1000
-PQ_MIN = 10_000
 KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
 #: Tokens embedded per paper. 256 (MiniLM's limit) keeps most ACM abstracts whole: on ACM-CR dev
 #: the dense run alone gains at paragraph level (R@10 0.308 -> 0.337 plain, 0.335 -> 0.401
@@ -120,184 +130,12 @@ def index_lock(
         fh.close()
 
 
-@dataclass
-class IndexReport:
-    total: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    resumed: int = 0
-    missing: int = 0  # papers without a vector (embedding budget reached)
-    rebuilt_reason: str | None = None
-    bm25_rebuilt: bool = False
-    kind: str = "flat"
-    fingerprint: str = ""
-    seconds: float = 0.0
-    embed_rate: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    filewrite.save_with(path, lambda tmp: np.save(tmp, array, allow_pickle=False))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    filewrite.write_text(path, text)
-
-
 def resolve_kind(kind: str, n: int) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown index kind {kind!r}; expected one of {', '.join(KINDS)}")
     if kind != "auto":
         return kind
     return "flat" if n < FLAT_LIMIT else "hnsw" if n < HNSW_LIMIT else "ivfpq"
-
-
-def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
-    """An inner-product FAISS index over ``vectors`` with the paper ids as labels."""
-    n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
-    if kind == "ivf" and n >= IVF_MIN:
-        nlist = int(min(4 * np.sqrt(n), n // 39))
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        index.train(vectors)
-        index.nprobe = max(8, nlist // 16)
-        index.add_with_ids(vectors, ids)
-        return index
-    if kind == "ivfpq" and n >= PQ_MIN:
-        nlist = int(min(4 * np.sqrt(n), n // 39))
-        sub = next(m for m in (48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0)
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFPQ(quantizer, dim, nlist, sub, 8, faiss.METRIC_INNER_PRODUCT)
-        index.train(
-            vectors[np.random.default_rng(0).permutation(n)[: max(256 * nlist // 4, 40_000)]]
-        )
-        index.nprobe = max(16, nlist // 8)
-        index.add_with_ids(vectors, ids)
-        return index
-    if kind == "hnsw":
-        base = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
-        base.hnsw.efConstruction = 80
-        # the prefilter asks for 400 candidates (PipelineConfig.depth); recall@100 against exact
-        # search on synthetic ACM papers (`assistant bench scale`, BENCHMARKS.md): 30k 0.84 /
-        # 0.98 / 1.0 at efSearch 128 / 400 / 800; 60k 0.95 / 0.97 / 1.0 at 400 / 800 / 1200;
-        # 100k 0.87 at 400. The list grows with the library: 800 (~9 ms a query at 60k).
-        base.hnsw.efSearch = 800
-        index = faiss.IndexIDMap2(base)
-    else:
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-    if n:
-        index.add_with_ids(vectors, ids)
-    return index
-
-
-class IndexPaths:
-    def __init__(self, root: Path):
-        self.root = Path(root)
-        self.meta = self.root / "meta.json"
-        self.dense = self.root / "dense"
-        self.pending = self.dense / "pending"
-        self.bm25 = self.root / "bm25"
-
-    def read_meta(self, strict: bool = False) -> dict:
-        """``meta.json`` ({} when there is none); a damaged one raises
-        :class:`IndexDamagedError` when ``strict``, else reads as {} (the index is rebuilt)."""
-        try:
-            if not index_files.is_regular(self.meta):
-                return {}
-            return index_files.load_json(self.meta)
-        except IndexDamagedError:
-            if strict:
-                raise
-            log.debug("%s is damaged; the index will be rebuilt", self.meta)
-            return {}
-
-
-def _remove_leftovers(paths: IndexPaths) -> None:
-    """Temporary files of a run killed mid-write (under the index lock: no other job owns them)."""
-    for pattern in ("*.tmp", "*.tmp.npy", "*.tmp.npz"):
-        for folder in (paths.root, paths.dense, paths.pending):
-            for f in folder.glob(pattern) if folder.is_dir() else ():
-                if f.is_file():
-                    f.unlink(missing_ok=True)
-    for name in ("bm25.tmp", "bm25.old"):
-        filewrite.remove(paths.root / name)
-    # the writer's own temporaries (``.<name>.<hex>.tmp`` / ``.old``) of a killed run
-    for folder in (paths.root, paths.dense, paths.pending):
-        for f in folder.glob(".*.tmp") if folder.is_dir() else ():
-            filewrite.remove(f)
-        for f in folder.glob(".*.old") if folder.is_dir() else ():
-            filewrite.remove(f)
-
-
-def _versions_digest(versions: dict[int, str]) -> str:
-    """SHA-1 of the ``id:version`` lines in id order (one update: 112k papers in ~50 ms)."""
-    text = "".join([f"{pid}:{versions[pid]}\n" for pid in sorted(versions)])
-    return hashlib.sha1(text.encode()).hexdigest()
-
-
-def _load_dense(paths: IndexPaths) -> dict[int, tuple[bytes, str]]:
-    """``{paper id: (text hash, version)}`` of the stored dense index (empty if unreadable);
-    a paper whose row a killed run may have half-patched reads as (b"", ""): done again."""
-    if not index_files.is_regular(paths.dense / "ids.npy"):
-        return {}
-    try:
-        ids = index_files.load_npy(paths.dense / "ids.npy")
-        hashes = index_files.load_npy(paths.dense / "hashes.npy")
-        versions = index_files.load_json(paths.dense / "versions.json")
-        if len(ids) != len(hashes):
-            raise ValueError("ids/hashes length mismatch")
-        ids_list, get = ids.tolist(), versions.get
-        stored = dict(zip(ids_list, zip(hashes.tolist(), [get(k, "") for k in map(str, ids_list)])))
-        for pid in dirty_ids(paths) & stored.keys():
-            stored[pid] = (b"", "")
-        return stored
-    except (IndexDamagedError, ValueError, TypeError) as exc:
-        log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
-        return {}
-
-
-def dirty_ids(paths: IndexPaths) -> set[int]:
-    """Papers whose vector rows were being patched in place when a run stopped (``DIRTY``)."""
-    path = paths.dense / DIRTY
-    try:
-        return {int(i) for i in index_files.load_json(path).get("ids", [])}
-    except IndexDamagedError:
-        if index_files.is_regular(path):  # unreadable: no stored row can be trusted
-            raise ValueError(f"{path} is damaged") from None
-        return set()
-
-
-def _stored_vectors(
-    paths: IndexPaths, wanted: set[bytes], dim: int | None = None
-) -> dict[bytes, np.ndarray]:
-    try:
-        hashes = index_files.load_npy(paths.dense / "hashes.npy")
-        vectors = index_files.load_npy(paths.dense / "vectors.npy", mmap=True)
-    except IndexDamagedError:
-        return {}
-    if vectors.ndim != 2 or (dim and vectors.shape[1] != dim) or vectors.dtype.kind != "f":
-        log.warning("vectors of the wrong shape in %s; ignoring them", paths.dense)
-        return {}
-    if len(vectors) != len(hashes):  # a write cut short between the two files: re-embed
-        log.warning("vectors/hashes mismatch in %s; ignoring the stored vectors", paths.dense)
-        return {}
-    try:
-        dirty = dirty_ids(paths)
-        ids = index_files.load_npy(paths.dense / "ids.npy") if dirty else None
-    except (IndexDamagedError, ValueError):
-        return {}
-    if ids is not None and len(ids) != len(hashes):
-        return {}
-    return {
-        h: np.array(vectors[row])
-        for row, h in enumerate(hashes.tolist())
-        if h in wanted and (ids is None or int(ids[row]) not in dirty)
-    }
 
 
 def build_index(
@@ -408,9 +246,9 @@ def _build_index(
         log.info("rebuilding the dense index: %s", report.rebuilt_reason)
         shutil.rmtree(paths.dense, ignore_errors=True)
         paths.dense.mkdir(parents=True)
-    job.stored = _load_dense(paths)
+    job.stored = load_dense(paths)
     report.kind = _pick_kind(job.kind_requested, len(job.versions))
-    job.digest = _versions_digest(job.versions)
+    job.digest = versions_digest(job.versions)
     bm25_meta = _read_bm25_meta(paths)
     if _is_current(job, bm25_meta):
         report.unchanged = len(job.versions)  # nothing changed
@@ -427,7 +265,7 @@ def _prepare_folder(paths: IndexPaths, rebuild: bool) -> None:
     else:
         index_files.check_folder(paths.root)
     paths.dense.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(paths)
+    remove_leftovers(paths)
 
 
 def _rebuild_reason(meta: dict, fingerprint: str, rebuild: bool) -> str | None:
@@ -525,7 +363,7 @@ def gather_vectors(job: IndexJob, wanted: set[bytes], resumed_report: bool = Fal
     the ``reuse_from`` caches and index folders."""
     paths, fingerprint = job.paths, job.report.fingerprint
     enc_dim = int(getattr(job.encoder, "dim", 0) or 0) or None
-    cache = _stored_vectors(paths, wanted, enc_dim)
+    cache = stored_vectors(paths, wanted, enc_dim)
     resumed = EmbeddingCache(paths.pending, fingerprint).load(wanted)
     if resumed_report:
         job.report.resumed = len(set(resumed) - set(cache))
@@ -538,7 +376,7 @@ def gather_vectors(job: IndexJob, wanted: set[bytes], resumed_report: bool = Fal
         if (other / "meta.json").exists() and IndexPaths(other).read_meta().get(
             "fingerprint"
         ) == fingerprint:
-            cache.update(_stored_vectors(IndexPaths(other), wanted - set(cache), enc_dim))
+            cache.update(stored_vectors(IndexPaths(other), wanted - set(cache), enc_dim))
     return cache
 
 
@@ -569,10 +407,10 @@ def write_dense(job: IndexJob, ids: np.ndarray, hashes: np.ndarray, vecs: np.nda
         progress(
             ProgressEvent(0, len(ids), "faiss", f"Writing the vector index ({len(ids)} vectors)")
         )
-    _atomic_save_npy(paths.dense / "vectors.npy", vecs)
+    atomic_save_npy(paths.dense / "vectors.npy", vecs)
     faults.point("index.vectors")
-    _atomic_save_npy(paths.dense / "hashes.npy", hashes)
-    _atomic_save_npy(paths.dense / "ids.npy", ids)
+    atomic_save_npy(paths.dense / "hashes.npy", hashes)
+    atomic_save_npy(paths.dense / "ids.npy", ids)
     write_versions(job, ids)
     index = make_faiss(vecs, ids, job.report.kind)
     filewrite.save_with(paths.dense / "faiss.index", lambda tmp: faiss.write_index(index, tmp))
@@ -581,14 +419,14 @@ def write_dense(job: IndexJob, ids: np.ndarray, hashes: np.ndarray, vecs: np.nda
 def write_versions(job: IndexJob, ids: np.ndarray) -> None:
     ids_list, get = ids.tolist(), job.versions.get
     text = json.dumps(dict(zip(map(str, ids_list), [get(i, "") for i in ids_list])))
-    _atomic_write(job.paths.dense / "versions.json", text)
+    atomic_write(job.paths.dense / "versions.json", text)
 
 
 def write_meta(job: IndexJob, dim: int, count: int) -> None:
     """``meta.json``, written last: the index is complete (and no vector row is half-patched)."""
     faults.point("index.meta")
     encoder = job.encoder
-    _atomic_write(
+    atomic_write(
         job.paths.meta,
         json.dumps(
             {

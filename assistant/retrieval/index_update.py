@@ -30,19 +30,17 @@ from assistant.retrieval import index_files
 from assistant.retrieval.bm25 import BM25Index
 from assistant.retrieval.embcache import text_hash
 from assistant.retrieval.index import (
-    DIRTY,
     IndexJob,
-    _versions_digest,
     bm25_matches,
     embed_missing,
     gather_vectors,
-    make_faiss,
     write_bm25,
     write_dense,
     write_meta,
     write_versions,
 )
 from assistant.retrieval.index_files import IndexDamagedError
+from assistant.retrieval.index_layout import DIRTY, make_faiss, versions_digest
 
 #: Above this share of the library changed, a full pass is as cheap (and repacks BM25's words).
 MAX_CHANGED_SHARE = 0.5
@@ -93,7 +91,7 @@ def _updatable(job: IndexJob, bm25_meta: dict) -> bool:
         and meta.get("dim")
         and bm25_matches(
             bm25_meta,
-            _versions_digest(job.stored_versions),
+            versions_digest(job.stored_versions),
             job.bm25_params,
         )
         and index_files.is_regular(job.paths.dense / "faiss.index")

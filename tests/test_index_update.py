@@ -128,7 +128,7 @@ def test_edit_add_remove_equal_rebuild(library, encoder, tmp_path):
     assert (report.updated, report.added, report.removed) == (1, 0, 0)
     assert (paths.dense / "faiss.index").stat().st_ino == inode  # patched, not rewritten
     assert not report.bm25_rebuilt and counting.texts == [library.get(edited.id).encoder_text()]
-    assert not (paths.dense / DIRTY).exists()
+    assert not (paths.dense / DIRTY).exists() and not paths.pending.exists()
     _assert_same_index(library, encoder, paths, _rebuild_elsewhere(library, encoder, tmp_path, "a"))
 
     # keywords only (BM25 changes, no new vector), two removed, one added

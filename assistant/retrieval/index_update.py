@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 
 import faiss
@@ -74,6 +75,7 @@ def update_changed(job: IndexJob, bm25_meta: dict) -> bool:
     report.removed = len(removed)
     report.unchanged = len(versions) - report.added - report.updated
     _update_dense(job, {pid: cache[h] for pid, h in fresh.items()}, hashes, removed)
+    shutil.rmtree(job.paths.pending, ignore_errors=True)  # its vectors are in the index now
     _update_bm25(job, bm25, papers, removed)
     write_meta(job, int(job.meta.get("dim") or 0), len(versions))
     return True

@@ -117,23 +117,23 @@ def _load_bm25(job: IndexJob) -> BM25Index | None:
         return None
     if bm25.counts is None or not np.array_equal(bm25.ids, np.fromiter(sorted(job.stored), int)):
         return None
+    years = job.paths.bm25 / "years.npy"
+    try:
+        if index_files.load_npy(years, mmap=True).shape != bm25.ids.shape:
+            return None  # a damaged years file: the full pass writes it again
+    except IndexDamagedError:
+        return None
     return bm25
 
 
 def _update_bm25(job: IndexJob, bm25: BM25Index, papers: list, removed: list[int]) -> None:
-    years_path = job.paths.bm25 / "years.npy"
-    old_years = (
-        index_files.load_npy(years_path)
-        if index_files.is_regular(years_path)
-        else np.full(len(bm25.ids), -1, np.int32)
-    )
+    old_years = index_files.load_npy(job.paths.bm25 / "years.npy")  # checked by _load_bm25
     new_ids = [int(p.id) for p in papers]
     updated = bm25.updated(removed, new_ids, [p.lexical_text() for p in papers])
     year_of = dict(zip(bm25.ids.tolist(), old_years.tolist()))
     year_of.update((int(p.id), int(p.year) if p.year else -1) for p in papers)
     years = np.asarray([year_of[i] for i in updated.ids.tolist()], dtype=np.int32)
     write_bm25(job, updated, years)
-    job.report.bm25_rebuilt = False
 
 
 def _update_dense(

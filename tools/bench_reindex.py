@@ -116,6 +116,10 @@ def main() -> None:
         from assistant.retrieval.index import load_index_encoder
 
         encoder = load_index_encoder(index_dir_for(db))
+    # an index written before term counts were stored (or by another program version) has its
+    # BM25 rebuilt once by the first update: done here, untimed, and reported on its own
+    edit_one(db, 10_000)
+    first = run_in_process(db, encoder)
     modes = ["in_process"] + ([] if args.synthetic or args.no_cli else ["cli"])
     runs: dict[str, list[dict]] = {m: [] for m in modes}
     for r in range(args.rounds):
@@ -132,6 +136,11 @@ def main() -> None:
         "encoder": str(encoder.fingerprint),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
+        "first_run": {
+            "wall_s": round(first["wall_s"], 2),
+            "cpu_s": round(first["cpu_s"], 2),
+            "bm25_rebuilt": first["report"]["bm25_rebuilt"],
+        },
     }
     for mode, rs in runs.items():
         out[mode] = {k: summary(rs, k) for k in ("wall_s", "cpu_s", "build_index_s")}

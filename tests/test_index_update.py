@@ -96,11 +96,8 @@ def _rebuild_elsewhere(lib, encoder, tmp_path, name: str) -> IndexPaths:
 
 
 def _assert_same_index(lib, encoder, paths: IndexPaths, full: IndexPaths) -> None:
-    for name in ("ids.npy", "hashes.npy", "vectors.npy"):
+    for name in ("ids.npy", "hashes.npy", "vectors.npy", "versions.npy"):
         assert np.array_equal(np.load(paths.dense / name), np.load(full.dense / name)), name
-    assert json.loads((paths.dense / "versions.json").read_text()) == json.loads(
-        (full.dense / "versions.json").read_text()
-    )
     _assert_same_bm25(BM25Index.load(paths.bm25), BM25Index.load(full.bm25))
     assert np.array_equal(np.load(paths.bm25 / "years.npy"), np.load(full.bm25 / "years.npy"))
     a = Searcher.open(lib, encoder=encoder, index_dir=paths.root)
@@ -177,3 +174,24 @@ def test_hnsw_edit_and_add(library, encoder, tmp_path):
     for text, pid in (("Axolotl habitats", first.id), ("Quokka retrieval", new.id)):
         _, found = searcher.faiss_index.search(encoder.encode([library.get(pid).encoder_text()]), 1)
         assert found[0][0] == pid, text
+
+
+def test_index_of_the_previous_format_is_updated(library, encoder, tmp_path):
+    """An index written before term counts and versions.npy: its first update rebuilds BM25
+    once (no counts to update from), reads versions.json, and leaves the new files."""
+    paths = IndexPaths(tmp_path / "live")
+    build_index(library, encoder, index_dir=paths.root)
+    ids = np.load(paths.dense / "ids.npy").tolist()
+    versions = np.load(paths.dense / "versions.npy").tolist()
+    (paths.dense / "versions.json").write_text(json.dumps(dict(zip(map(str, ids), versions))))
+    for old in (paths.dense / "versions.npy", paths.bm25 / "tf.npy", paths.bm25 / "doclen.npy"):
+        old.unlink()
+    edited = next(iter(library.iter_papers()))
+    edit_paper(library, edited.id, {"abstract": "Axolotl habitats."})
+    counting = CountingEncoder(encoder)
+    report = build_index(library, counting, index_dir=paths.root)
+    assert report.bm25_rebuilt and counting.texts == [library.get(edited.id).encoder_text()]
+    assert (paths.bm25 / "tf.npy").exists() and not (paths.dense / "versions.json").exists()
+    _assert_same_index(library, encoder, paths, _rebuild_elsewhere(library, encoder, tmp_path, "a"))
+    edit_paper(library, edited.id, {"abstract": "Quokka habitats."})
+    assert not build_index(library, encoder, index_dir=paths.root).bm25_rebuilt

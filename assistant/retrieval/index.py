@@ -3,7 +3,7 @@
 Layout of ``<db>.index/``::
 
     meta.json                     fingerprint/name/dim of the encoder, FAISS kind, counts
-    dense/ids.npy hashes.npy vectors.npy versions.json faiss.index
+    dense/ids.npy hashes.npy vectors.npy versions.npy faiss.index
     dense/dirty.json              papers whose rows a killed run was patching (index_update)
     dense/pending/chunk-*.npz     embedded chunks of an interrupted run (an EmbeddingCache)
     bm25/                         bm25s files + ids.npy + years.npy + bm25.json (versions
@@ -43,6 +43,7 @@ from assistant.retrieval.index_layout import (
     DIRTY,
     IVF_MIN,
     PQ_MIN,
+    VERSIONS,
     IndexPaths,
     IndexReport,
     atomic_save_npy,
@@ -417,9 +418,9 @@ def write_dense(job: IndexJob, ids: np.ndarray, hashes: np.ndarray, vecs: np.nda
 
 
 def write_versions(job: IndexJob, ids: np.ndarray) -> None:
-    ids_list, get = ids.tolist(), job.versions.get
-    text = json.dumps(dict(zip(map(str, ids_list), [get(i, "") for i in ids_list])))
-    atomic_write(job.paths.dense / "versions.json", text)
+    get = job.versions.get
+    atomic_save_npy(job.paths.dense / VERSIONS, np.asarray([get(i, "") for i in ids.tolist()], str))
+    filewrite.remove(job.paths.dense / "versions.json")  # an older index's
 
 
 def write_meta(job: IndexJob, dim: int, count: int) -> None:

@@ -20,6 +20,8 @@ log = logging.getLogger("assistant.retrieval.index")  # its warnings read as the
 
 #: Paper ids whose vector rows a killed run may have left half-patched (``index_update``).
 DIRTY = "dirty.json"
+#: Each stored paper's version (``Library.paper_versions``), in the order of ``ids.npy``.
+VERSIONS = "versions.npy"
 #: IVF needs enough vectors to train its coarse quantizer (IVF-PQ also its codebooks).
 IVF_MIN = 1000
 PQ_MIN = 10_000
@@ -145,17 +147,28 @@ def load_dense(paths: IndexPaths) -> dict[int, tuple[bytes, str]]:
     try:
         ids = index_files.load_npy(paths.dense / "ids.npy")
         hashes = index_files.load_npy(paths.dense / "hashes.npy")
-        versions = index_files.load_json(paths.dense / "versions.json")
         if len(ids) != len(hashes):
             raise ValueError("ids/hashes length mismatch")
-        ids_list, get = ids.tolist(), versions.get
-        stored = dict(zip(ids_list, zip(hashes.tolist(), [get(k, "") for k in map(str, ids_list)])))
+        ids_list = ids.tolist()
+        stored = dict(zip(ids_list, zip(hashes.tolist(), _stored_version_list(paths, ids_list))))
         for pid in dirty_ids(paths) & stored.keys():
             stored[pid] = (b"", "")
         return stored
     except (IndexDamagedError, ValueError, TypeError) as exc:
         log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
         return {}
+
+
+def _stored_version_list(paths: IndexPaths, ids: list[int]) -> list[str]:
+    """The version of each of ``ids``: ``versions.npy`` (aligned with ``ids.npy``), or the
+    ``versions.json`` object of an index written before it."""
+    if index_files.is_regular(paths.dense / VERSIONS):
+        versions = index_files.load_npy(paths.dense / VERSIONS)
+        if versions.shape != (len(ids),) or versions.dtype.kind != "U":
+            raise ValueError("versions do not match the ids")
+        return versions.tolist()
+    get = index_files.load_json(paths.dense / "versions.json").get
+    return [get(k, "") for k in map(str, ids)]
 
 
 def dirty_ids(paths: IndexPaths) -> set[int]:

@@ -5,6 +5,7 @@ vector and every FAISS answer is compared with a rebuild of the same library."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 
 import bm25s
@@ -195,3 +196,19 @@ def test_index_of_the_previous_format_is_updated(library, encoder, tmp_path):
     _assert_same_index(library, encoder, paths, _rebuild_elsewhere(library, encoder, tmp_path, "a"))
     edit_paper(library, edited.id, {"abstract": "Quokka habitats."})
     assert not build_index(library, encoder, index_dir=paths.root).bm25_rebuilt
+
+
+def test_hard_linked_copy_is_not_patched(library, encoder, tmp_path):
+    """A backup that hard-links the index files keeps its vectors when the index is updated."""
+    paths = IndexPaths(tmp_path / "live")
+    build_index(library, encoder, index_dir=paths.root)
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    for name in ("vectors.npy", "faiss.index"):
+        os.link(paths.dense / name, backup / name)
+    before = np.load(backup / "vectors.npy")
+    edited = next(iter(library.iter_papers()))
+    edit_paper(library, edited.id, {"abstract": "Axolotl habitats."})
+    assert build_index(library, encoder, index_dir=paths.root).updated == 1
+    assert np.array_equal(np.load(backup / "vectors.npy"), before)
+    _assert_same_index(library, encoder, paths, _rebuild_elsewhere(library, encoder, tmp_path, "a"))

@@ -145,7 +145,7 @@ def _update_dense(
     ids = index_files.load_npy(dense / "ids.npy")
     stored_hashes = index_files.load_npy(dense / "hashes.npy")
     added = sorted(set(hashes) - set(job.stored))
-    if not added and not removed:  # edits only: every row stays where it is
+    if not added and not removed and _own_file(dense / "vectors.npy"):  # rows stay in place
         rows = np.searchsorted(ids, np.fromiter(hashes, np.int64))
         stored_hashes[rows] = [hashes[int(ids[r])] for r in rows]
         if vectors:
@@ -178,6 +178,13 @@ def _update_dense(
     _update_faiss(job, gone, pids, block, lambda: (new_ids, vecs))
 
 
+def _own_file(path) -> bool:
+    """A regular file with no other name: patching it in place changes no hard-linked copy
+    (a backup made with ``cp -al`` or ``rsync --link-dest``)."""
+    st = os.lstat(path)
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
 def _patch_rows(job: IndexJob, ids: np.ndarray, vectors: dict[int, np.ndarray]) -> None:
     """Replace the rows of ``vectors`` in ``vectors.npy`` and the FAISS index in place."""
     dense = job.paths.dense
@@ -206,7 +213,7 @@ def _patch_flat_faiss(path, ids: np.ndarray, rows: np.ndarray, block: np.ndarray
         st = os.fstat(fd)
         ids_at = st.st_size - 8 * n
         codes_at = ids_at - 8 - 4 * n * dim
-        if not stat.S_ISREG(st.st_mode) or codes_at < 8:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or codes_at < 8:
             return False
         sizes = [int(np.frombuffer(os.pread(fd, 8, at - 8), "<u8")[0]) for at in (codes_at, ids_at)]
         stored_ids = np.frombuffer(os.pread(fd, 8 * n, ids_at), "<i8")

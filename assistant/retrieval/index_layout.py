@@ -56,6 +56,12 @@ def atomic_write(path: Path, text: str) -> None:
     filewrite.write_text(path, text)
 
 
+def hnsw_ef_search(n: int) -> int:
+    """HNSW's search list for ``n`` vectors: the shortest measured to keep recall@100 >= 0.95
+    (BENCHMARKS.md, "A library at scale"); 3200 above 400k (0.985 at 300k; 1M unmeasured)."""
+    return 800 if n < 150_000 else 1600 if n < 400_000 else 3200
+
+
 def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
     """An inner-product FAISS index over ``vectors`` with the paper ids as labels."""
     n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
@@ -84,8 +90,9 @@ def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
         # the prefilter asks for 400 candidates (PipelineConfig.depth); recall@100 against exact
         # search on synthetic ACM papers (`assistant bench scale`, BENCHMARKS.md): 30k 0.84 /
         # 0.98 / 1.0 at efSearch 128 / 400 / 800; 60k 0.95 / 0.97 / 1.0 at 400 / 800 / 1200;
-        # 100k 0.87 at 400. The list grows with the library: 800 (~9 ms a query at 60k).
-        base.hnsw.efSearch = 800
+        # 100k 0.87 / 0.952 at 400 / 800; 300k 0.897 / 0.958 / 0.985 at 800 / 1600 / 3200
+        # (36 / 58 ms p50 at load 6). The list grows with the library.
+        base.hnsw.efSearch = hnsw_ef_search(n)
         index = faiss.IndexIDMap2(base)
     else:
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))

@@ -286,7 +286,12 @@ def bench_query(
 )
 @click.option("--no-product", is_flag=True, help="Skip the cross-encoder + intent timing.")
 @click.option("--keep", is_flag=True, help="Keep the built library and index in --dir.")
-def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep):
+@click.option(
+    "--ef-search",
+    default="",
+    help="HNSW search lists to measure recall@100 and search time at, e.g. 800,1600,3200.",
+)
+def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep, ef_search):
     """A synthetic library of N papers drawn from the ACM-DL statistics, imported and indexed for
     real (vectors without the encoder): import/index time, RSS, disk, query p50/p95 and the
     recall of approximate indexes, as JSON."""
@@ -297,11 +302,14 @@ def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep):
 
     say = lambda m: click.echo(m, err=True)  # noqa: E731
     kinds = tuple(k.strip() for k in recall.split(",") if k.strip())
+    efs = tuple(int(e) for e in ef_search.split(",") if e.strip())
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
             out = run_scale_bench(
-                n_papers, Path(tmp), n_queries, kind, kinds, not no_product, False, say
+                n_papers, Path(tmp), n_queries, kind, kinds, not no_product, False, say, efs
             )
     else:
-        out = run_scale_bench(n_papers, workdir, n_queries, kind, kinds, not no_product, keep, say)
+        out = run_scale_bench(
+            n_papers, workdir, n_queries, kind, kinds, not no_product, keep, say, efs
+        )
     click.echo(json.dumps(out, indent=2))

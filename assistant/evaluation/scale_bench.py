@@ -70,9 +70,11 @@ def approximate_recall(
     kinds: tuple[str, ...] = ("hnsw", "ivfpq"),
     k: int = 100,
     depth: int = 400,
+    ef_search: tuple[int, ...] = (),
 ) -> dict:
     """recall@k of each approximate FAISS index against exact search, build and search time;
-    searched as the prefilter searches (``depth`` candidates, of which the top ``k`` count)."""
+    searched as the prefilter searches (``depth`` candidates, of which the top ``k`` count).
+    ``ef_search``: HNSW is searched again with each of these search lists (same graph)."""
     import faiss
 
     from assistant.retrieval.index import make_faiss
@@ -90,20 +92,27 @@ def approximate_recall(
         t = time.perf_counter()
         index = make_faiss(vectors, ids, kind)
         build_s = time.perf_counter() - t
-        times, found = [], []
-        for q in queries:
-            t = time.perf_counter()
-            _, got = index.search(q[None, :], depth)
-            times.append((time.perf_counter() - t) * 1000)
-            found.append(got[0][:k])
-        recall = np.mean([len(set(f) & set(e)) / k for f, e in zip(found, truth)])
-        out[kind] = {
-            "recall_at_100": round(float(recall), 4),
-            "build_s": round(build_s, 1),
-            "search": _pct(times),
-        }
+        out[kind] = {"build_s": round(build_s, 1), **_recall(index, queries, truth, k, depth)}
+        if kind == "hnsw" and ef_search:
+            hnsw = faiss.downcast_index(index.index).hnsw
+            default_ef = hnsw.efSearch
+            for ef in ef_search:
+                hnsw.efSearch = int(ef)
+                out[kind][f"ef_search_{ef}"] = _recall(index, queries, truth, k, depth)
+            hnsw.efSearch = default_ef
         del index
     return out
+
+
+def _recall(index, queries: np.ndarray, truth: list, k: int, depth: int) -> dict:
+    times, found = [], []
+    for q in queries:
+        t = time.perf_counter()
+        _, got = index.search(q[None, :], depth)
+        times.append((time.perf_counter() - t) * 1000)
+        found.append(got[0][:k])
+    recall = np.mean([len(set(f) & set(e)) / k for f, e in zip(found, truth)])
+    return {"recall_at_100": round(float(recall), 4), "search": _pct(times)}
 
 
 def run_scale_bench(
@@ -115,6 +124,7 @@ def run_scale_bench(
     product: bool = True,
     keep: bool = False,
     say: Callable[[str], None] = lambda m: None,
+    ef_search: tuple[int, ...] = (),
 ) -> dict:
     """Build an ``n``-paper synthetic library in ``workdir`` and measure it (module docstring)."""
     # long: a benchmark script: one measured step after another (import, index, queries, RSS, disk)
@@ -166,9 +176,10 @@ def run_scale_bench(
 
     edited = library.get(max(1, n // 2))
     edit_paper(library, edited.id, {"abstract": (edited.abstract or "") + " Revised."})
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     again = build_index(library, encoder, kind=kind, chunk_size=4096, batch_size=4096)
     out["reindex_one_changed_s"] = round(time.perf_counter() - t, 2)
+    out["reindex_one_changed_cpu_s"] = round(time.process_time() - cpu, 2)
     assert again.updated == 1, again
     library.close()
 
@@ -206,7 +217,7 @@ def run_scale_bench(
         ids = np.load(paths.dense / "ids.npy")
         qv = encoder.encode([q.text for q in queries] + [gen.sentence(25) for _ in range(160)])
         kinds = tuple(k for k in recall_kinds if not (k == "ivfpq" and n < 10_000))
-        out["recall"] = approximate_recall(vectors, ids, qv, kinds)
+        out["recall"] = approximate_recall(vectors, ids, qv, kinds, ef_search=ef_search)
         del vectors
     reader.close()
     out["load_avg"] = [round(x, 2) for x in os.getloadavg()]

@@ -8,10 +8,12 @@ Queries are weighted bags of tokens so that the focus sentence and its supportin
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import bm25s
@@ -51,6 +53,9 @@ _STOP = frozenset(STOPWORDS_EN) | frozenset(
     ]
 )
 FORMAT_VERSION = 1
+#: ``BM25Index.updated``: up to this many new (word, paper) entries are put in place column by
+#: column; more are merged in one pass over the whole matrix.
+FEW_ENTRIES = 200_000
 
 
 class Analyzer:
@@ -81,13 +86,85 @@ class BM25Params:
     stem: bool = True
 
 
+class TermCounts:
+    """The term frequencies behind the score matrix, in its order (columns = vocabulary ids, rows
+    ascending within a column), and each row's length in tokens: what an update needs to score a
+    changed corpus exactly as a rebuild would (saved as ``tf.npy`` / ``doclen.npy``)."""
+
+    def __init__(self, tf: np.ndarray, indices: np.ndarray, indptr: np.ndarray, doclen: np.ndarray):
+        self.tf = np.asarray(tf, dtype=np.int32)
+        self.indices = np.asarray(indices, dtype=np.int32)
+        self.indptr = np.asarray(indptr, dtype=np.int64)
+        self.doclen = np.asarray(doclen, dtype=np.int32)
+
+    @classmethod
+    def from_docs(cls, docs: list[list[int]], n_vocab: int, chunk: int = 20_000) -> TermCounts:
+        """Counts of token-id lists (one per row), counted a chunk of rows at a time (the
+        temporary arrays hold one chunk's tokens, not the corpus's)."""
+        lens = np.fromiter((len(d) for d in docs), np.int64, count=len(docs))
+        keys, tfs = [], []
+        for start in range(0, len(docs), chunk):
+            part = lens[start : start + chunk]
+            tokens = np.fromiter(
+                chain.from_iterable(docs[start : start + chunk]), np.int64, count=int(part.sum())
+            )
+            rows = np.repeat(np.arange(start, start + len(part), dtype=np.int64), part)
+            k, c = np.unique((tokens << 32) | rows, return_counts=True)
+            keys.append(k)
+            tfs.append(c.astype(np.int32))
+        if len(keys) <= 1:
+            key = keys[0] if keys else np.empty(0, np.int64)
+            return cls.from_keys(key, tfs[0] if tfs else np.empty(0, np.int32), lens, n_vocab)
+        key = np.concatenate(keys)
+        order = np.argsort(key, kind="stable")  # column-major over all the chunks
+        return cls.from_keys(key[order], np.concatenate(tfs)[order], lens, n_vocab)
+
+    @classmethod
+    def from_keys(
+        cls, keys: np.ndarray, tf: np.ndarray, doclen: np.ndarray, n_vocab: int
+    ) -> TermCounts:
+        """From sorted ``column << 32 | row`` keys and their counts."""
+        cols = keys >> 32
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cols, minlength=n_vocab), out=indptr[1:])
+        return cls(tf, keys & 0xFFFFFFFF, indptr, doclen)
+
+    def keys(self) -> np.ndarray:
+        cols = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64), np.diff(self.indptr))
+        return (cols << 32) | self.indices
+
+    def scores(self, k1: float, b: float) -> np.ndarray:
+        """Lucene BM25 of every entry, float32, computed as bm25s computes it (idf from
+        ``math.log`` per document frequency, the length norm per row in float64 then float32)."""
+        n = len(self.doclen)
+        df = np.diff(self.indptr)
+        distinct, where = np.unique(df, return_inverse=True)
+        idf = np.asarray(
+            [math.log(1 + (n - d + 0.5) / (d + 0.5)) if d else 0.0 for d in distinct.tolist()],
+            dtype=np.float32,
+        )[where]
+        avg = self.doclen.astype(np.int64).mean() if n else 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            norm = (k1 * ((1 - b) + b * self.doclen.astype(np.float64) / avg)).astype(np.float32)
+        tf = self.tf.astype(np.float32)
+        cols = np.repeat(np.arange(len(df), dtype=np.int32), df)
+        return idf[cols] * (tf / (norm[self.indices] + tf))
+
+
 class BM25Index:
     """A BM25 index over papers; rows map to ``ids`` (library paper ids)."""
 
-    def __init__(self, model: bm25s.BM25, ids: np.ndarray, params: BM25Params):
+    def __init__(
+        self,
+        model: bm25s.BM25,
+        ids: np.ndarray,
+        params: BM25Params,
+        counts: TermCounts | None = None,
+    ):
         self.model = model
         self.ids = np.asarray(ids, dtype=np.int64)
         self.params = params
+        self.counts = counts  # None for an index saved without them (then rebuilt, not updated)
         self.analyzer = Analyzer(stem=params.stem)
         self._row_of = {int(pid): row for row, pid in enumerate(self.ids)}
 
@@ -108,9 +185,67 @@ class BM25Index:
     def from_tokens(
         cls, ids: Sequence[int], docs: list[list[int]], vocab: dict[str, int], params: BM25Params
     ) -> BM25Index:
+        return cls.from_counts(ids, TermCounts.from_docs(docs, len(vocab)), vocab, params)
+
+    @classmethod
+    def from_counts(
+        cls, ids: Sequence[int], counts: TermCounts, vocab: dict[str, int], params: BM25Params
+    ) -> BM25Index:
+        """The bm25s model of these counts (the same matrix ``bm25s.BM25.index`` builds,
+        ``method="lucene"``, vectorised: no Python loop over the documents)."""
         model = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
-        model.index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
-        return cls(model, np.asarray(ids, dtype=np.int64), params)
+        model.scores = {
+            "data": counts.scores(params.k1, params.b),
+            "indices": counts.indices,
+            "indptr": counts.indptr,
+            "num_docs": len(counts.doclen),
+        }
+        model.vocab_dict = vocab
+        model.unique_token_ids_set = set(vocab.values())
+        model.nonoccurrence_array = None
+        return cls(model, np.asarray(ids, dtype=np.int64), params, counts)
+
+    def updated(
+        self, drop: Iterable[int], new_ids: Sequence[int], new_texts: Sequence[str]
+    ) -> BM25Index:
+        """This index with the papers ``drop`` removed and ``new_ids`` (re)added with
+        ``new_texts``: the scores a rebuild over the resulting corpus gives, from the stored
+        counts plus the new texts alone (rows stay in id order; new words extend the
+        vocabulary, words no paper holds any more keep an empty column)."""
+        if self.counts is None or (len(self.ids) > 1 and np.any(np.diff(self.ids) <= 0)):
+            raise ValueError("this BM25 index cannot be updated in place: rebuild it")
+        counts, vocab = self.counts, dict(self.model.vocab_dict)
+        order = np.argsort(np.asarray(new_ids, dtype=np.int64), kind="stable")
+        new_ids = np.asarray(new_ids, dtype=np.int64)[order]
+        gone = np.isin(self.ids, np.fromiter(drop, np.int64)) | np.isin(self.ids, new_ids)
+        ids = np.union1d(self.ids[~gone], new_ids)
+        new_row = np.full(len(self.ids), -1, np.int64)
+        new_row[~gone] = np.searchsorted(ids, self.ids[~gone])
+        kept = ~gone[counts.indices]
+        doclen = np.zeros(len(ids), np.int64)
+        doclen[new_row[~gone]] = counts.doclen[~gone]
+        add_keys, add_tf = [], []
+        for i, row in zip(order.tolist(), np.searchsorted(ids, new_ids).tolist()):
+            toks = [vocab.setdefault(t, len(vocab)) for t in self.analyzer(new_texts[i])]
+            doclen[row] = len(toks)
+            tally = sorted(Counter(toks).items())
+            add_keys.append(np.asarray([(t << 32) | row for t, _ in tally], np.int64))
+            add_tf.append(np.asarray([c for _, c in tally], np.int64))
+        add_k = np.concatenate(add_keys) if add_keys else np.empty(0, np.int64)
+        add_t = np.concatenate(add_tf) if add_tf else np.empty(0, np.int64)
+        by_key = np.argsort(add_k, kind="stable")
+        add_k, add_t = add_k[by_key], add_t[by_key]
+        moved = None if np.array_equal(ids, self.ids) else new_row
+        if len(add_k) <= FEW_ENTRIES:
+            merged = _insert_few(counts, kept, moved, add_k, add_t, doclen, len(vocab))
+        else:  # many new entries: one merge of the whole key array
+            keys = counts.keys()
+            keys = (keys[kept] & ~0xFFFFFFFF) | new_row[counts.indices[kept]]
+            where = np.searchsorted(keys, add_k)
+            keys = np.insert(keys, where, add_k)
+            tf = np.insert(counts.tf[kept], where, add_t)
+            merged = TermCounts.from_keys(keys, tf, doclen, len(vocab))
+        return BM25Index.from_counts(ids, merged, vocab, self.params)
 
     @classmethod
     def build(
@@ -128,6 +263,9 @@ class BM25Index:
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save(str(directory), show_progress=False)
         np.save(directory / "ids.npy", self.ids)
+        if self.counts is not None:
+            np.save(directory / "tf.npy", self.counts.tf)
+            np.save(directory / "doclen.npy", self.counts.doclen)
         meta = {
             "format": FORMAT_VERSION,
             "k1": self.params.k1,
@@ -137,9 +275,10 @@ class BM25Index:
         filewrite.write_text(directory / "bm25.json", json.dumps(meta, indent=1))
 
     @classmethod
-    def load(cls, directory: Path | str, mmap: bool = False) -> BM25Index:
+    def load(cls, directory: Path | str, mmap: bool = False, counts: bool = False) -> BM25Index:
         """The index saved in ``directory``; a damaged or foreign file raises
-        :class:`IndexDamagedError` (checked with ``lstat`` first: never a hang on a FIFO)."""
+        :class:`IndexDamagedError` (checked with ``lstat`` first: never a hang on a FIFO).
+        ``counts``: also the term counts an update needs (None when the files are not there)."""
         from assistant.retrieval import index_files
 
         directory = Path(directory)
@@ -159,7 +298,23 @@ class BM25Index:
             directory / "ids.npy",
             f"{len(ids)} paper ids for {n_docs} BM25 documents",
         )
-        return cls(model, ids, params)
+        return cls(model, ids, params, cls._load_counts(directory, model) if counts else None)
+
+    @staticmethod
+    def _load_counts(directory: Path, model: bm25s.BM25) -> TermCounts | None:
+        from assistant.retrieval import index_files
+
+        tf_path, len_path = directory / "tf.npy", directory / "doclen.npy"
+        if not (index_files.is_regular(tf_path) and index_files.is_regular(len_path)):
+            return None
+        tf, doclen = index_files.load_npy(tf_path), index_files.load_npy(len_path)
+        indices, indptr = model.scores["indices"], model.scores["indptr"]
+        index_files.expect(
+            tf.shape == indices.shape and doclen.shape == (int(model.scores["num_docs"]),),
+            tf_path,
+            "term counts do not match the BM25 matrix",
+        )
+        return TermCounts(tf, indices, indptr, doclen)
 
     # --- scoring ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -210,6 +365,38 @@ class BM25Index:
 
     def row_of(self, paper_id: int) -> int | None:
         return self._row_of.get(int(paper_id))
+
+
+def _insert_few(
+    counts: TermCounts,
+    kept: np.ndarray,
+    new_row: np.ndarray | None,
+    add_k: np.ndarray,
+    add_t: np.ndarray,
+    doclen: np.ndarray,
+    n_vocab: int,
+) -> TermCounts:
+    """``counts`` without the entries not ``kept``, rows renumbered by ``new_row`` (None: rows
+    stay), plus the sorted ``column << 32 | row`` entries ``add_k`` (counts ``add_t``), each put
+    in its column by a search of that column alone."""
+    rows = counts.indices[kept]
+    if new_row is not None:
+        rows = new_row[rows].astype(np.int32)
+    indptr = counts.indptr.copy()
+    removed = np.flatnonzero(~kept)
+    if len(removed):
+        cols = np.searchsorted(counts.indptr, removed, side="right") - 1
+        indptr[1:] -= np.cumsum(np.bincount(cols, minlength=len(indptr) - 1))
+    indptr = np.concatenate([indptr, np.full(n_vocab + 1 - len(indptr), indptr[-1])])
+    cols, add_rows = add_k >> 32, add_k & 0xFFFFFFFF
+    where = [
+        indptr[c] + np.searchsorted(rows[indptr[c] : indptr[c + 1]], r)
+        for c, r in zip(cols.tolist(), add_rows.tolist())
+    ]
+    rows = np.insert(rows, where, add_rows.astype(np.int32))
+    tf = np.insert(counts.tf[kept], where, add_t)
+    indptr[1:] += np.cumsum(np.bincount(cols, minlength=n_vocab))
+    return TermCounts(tf, rows, indptr, doclen)
 
 
 def top_k(

@@ -3,25 +3,28 @@
 Layout of ``<db>.index/``::
 
     meta.json                     fingerprint/name/dim of the encoder, FAISS kind, counts
-    dense/ids.npy hashes.npy vectors.npy versions.json faiss.index
+    dense/ids.npy hashes.npy vectors.npy versions.npy faiss.index
+    dense/dirty.json              papers whose rows a killed run was patching (index_update)
     dense/pending/chunk-*.npz     embedded chunks of an interrupted run (an EmbeddingCache)
-    bm25/                         bm25s files + ids.npy + bm25.json (+ versions.sha1)
+    bm25/                         bm25s files + ids.npy + years.npy + bm25.json (versions
+                                  digest) + tf.npy doclen.npy (term counts, for updates)
 
 Only papers whose ``encoder_text()`` has no vector yet are embedded (new or changed texts);
 deleted papers are dropped; a different encoder fingerprint discards the vectors and rebuilds them.
+When few papers changed, only those are read (``index_update``); else one pass reads them all.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -35,6 +38,21 @@ from assistant.retrieval import index_files
 from assistant.retrieval.bm25 import BM25Index, BM25Params
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
 from assistant.retrieval.index_files import IndexDamagedError
+from assistant.retrieval.index_layout import (
+    DIRTY,
+    IVF_MIN,
+    PQ_MIN,
+    VERSIONS,
+    IndexPaths,
+    IndexReport,
+    atomic_save_npy,
+    atomic_write,
+    load_dense,
+    make_faiss,
+    remove_leftovers,
+    stored_vectors,
+    versions_digest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +65,6 @@ FLAT_LIMIT = 500_000
 #: this many, and IVF-PQ (48 bytes a vector) above it, where HNSW would not fit a laptop's memory.
 HNSW_LIMIT = 5_000_000
 INDEX_LOCK_WAIT_S = 600.0  # a second index job waits this long for the first one
-#: IVF needs enough vectors to train its coarse quantizer (IVF-PQ also its codebooks).
-IVF_MIN = 1000
-PQ_MIN = 10_000
 KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
 #: Tokens embedded per paper. 256 (MiniLM's limit) keeps most ACM abstracts whole: on ACM-CR dev
 #: the dense run alone gains at paragraph level (R@10 0.308 -> 0.337 plain, 0.335 -> 0.401
@@ -104,161 +119,12 @@ def index_lock(
         lock.release()
 
 
-@dataclass
-class IndexReport:
-    total: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    resumed: int = 0
-    missing: int = 0  # papers without a vector (embedding budget reached)
-    rebuilt_reason: str | None = None
-    bm25_rebuilt: bool = False
-    kind: str = "flat"
-    fingerprint: str = ""
-    seconds: float = 0.0
-    embed_rate: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    filewrite.save_with(path, lambda tmp: np.save(tmp, array, allow_pickle=False))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    filewrite.write_text(path, text)
-
-
 def resolve_kind(kind: str, n: int) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown index kind {kind!r}; expected one of {', '.join(KINDS)}")
     if kind != "auto":
         return kind
     return "flat" if n < FLAT_LIMIT else "hnsw" if n < HNSW_LIMIT else "ivfpq"
-
-
-def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
-    """An inner-product FAISS index over ``vectors`` with the paper ids as labels."""
-    n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
-    if kind == "ivf" and n >= IVF_MIN:
-        nlist = int(min(4 * np.sqrt(n), n // 39))
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        index.train(vectors)
-        index.nprobe = max(8, nlist // 16)
-        index.add_with_ids(vectors, ids)
-        return index
-    if kind == "ivfpq" and n >= PQ_MIN:
-        nlist = int(min(4 * np.sqrt(n), n // 39))
-        sub = next(m for m in (48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0)
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFPQ(quantizer, dim, nlist, sub, 8, faiss.METRIC_INNER_PRODUCT)
-        index.train(
-            vectors[np.random.default_rng(0).permutation(n)[: max(256 * nlist // 4, 40_000)]]
-        )
-        index.nprobe = max(16, nlist // 8)
-        index.add_with_ids(vectors, ids)
-        return index
-    if kind == "hnsw":
-        base = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
-        base.hnsw.efConstruction = 80
-        # the prefilter asks for 400 candidates (PipelineConfig.depth); recall@100 against exact
-        # search on synthetic ACM papers (`assistant bench scale`, BENCHMARKS.md): 30k 0.84 /
-        # 0.98 / 1.0 at efSearch 128 / 400 / 800; 60k 0.95 / 0.97 / 1.0 at 400 / 800 / 1200;
-        # 100k 0.87 at 400. The list grows with the library: 800 (~9 ms a query at 60k).
-        base.hnsw.efSearch = 800
-        index = faiss.IndexIDMap2(base)
-    else:
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-    if n:
-        index.add_with_ids(vectors, ids)
-    return index
-
-
-class IndexPaths:
-    def __init__(self, root: Path):
-        self.root = Path(root)
-        self.meta = self.root / "meta.json"
-        self.dense = self.root / "dense"
-        self.pending = self.dense / "pending"
-        self.bm25 = self.root / "bm25"
-
-    def read_meta(self, strict: bool = False) -> dict:
-        """``meta.json`` ({} when there is none); a damaged one raises
-        :class:`IndexDamagedError` when ``strict``, else reads as {} (the index is rebuilt)."""
-        try:
-            if not index_files.is_regular(self.meta):
-                return {}
-            return index_files.load_json(self.meta)
-        except IndexDamagedError:
-            if strict:
-                raise
-            log.debug("%s is damaged; the index will be rebuilt", self.meta)
-            return {}
-
-
-def _remove_leftovers(paths: IndexPaths) -> None:
-    """Temporary files of a run killed mid-write (under the index lock: no other job owns them)."""
-    for pattern in ("*.tmp", "*.tmp.npy", "*.tmp.npz"):
-        for folder in (paths.root, paths.dense, paths.pending):
-            for f in folder.glob(pattern) if folder.is_dir() else ():
-                if f.is_file():
-                    f.unlink(missing_ok=True)
-    for name in ("bm25.tmp", "bm25.old"):
-        filewrite.remove(paths.root / name)
-    # the writer's own temporaries (``.<name>.<hex>.tmp`` / ``.old``) of a killed run
-    for folder in (paths.root, paths.dense, paths.pending):
-        for f in folder.glob(".*.tmp") if folder.is_dir() else ():
-            filewrite.remove(f)
-        for f in folder.glob(".*.old") if folder.is_dir() else ():
-            filewrite.remove(f)
-
-
-def _versions_digest(versions: dict[int, str]) -> str:
-    h = hashlib.sha1()
-    for pid in sorted(versions):
-        h.update(f"{pid}:{versions[pid]}\n".encode())
-    return h.hexdigest()
-
-
-def _load_dense(paths: IndexPaths) -> dict[int, tuple[bytes, str]]:
-    """``{paper id: (text hash, version)}`` of the stored dense index (empty if unreadable)."""
-    if not index_files.is_regular(paths.dense / "ids.npy"):
-        return {}
-    try:
-        ids = index_files.load_npy(paths.dense / "ids.npy")
-        hashes = index_files.load_npy(paths.dense / "hashes.npy")
-        versions = index_files.load_json(paths.dense / "versions.json")
-        if len(ids) != len(hashes):
-            raise ValueError("ids/hashes length mismatch")
-        return {
-            int(i): (h, versions.get(str(int(i)), ""))
-            for i, h in zip(ids.tolist(), hashes.tolist())
-        }
-    except (IndexDamagedError, ValueError, TypeError) as exc:
-        log.warning("dense index in %s unreadable (%s); re-embedding", paths.dense, exc)
-        return {}
-
-
-def _stored_vectors(
-    paths: IndexPaths, wanted: set[bytes], dim: int | None = None
-) -> dict[bytes, np.ndarray]:
-    try:
-        hashes = index_files.load_npy(paths.dense / "hashes.npy")
-        vectors = index_files.load_npy(paths.dense / "vectors.npy", mmap=True)
-    except IndexDamagedError:
-        return {}
-    if vectors.ndim != 2 or (dim and vectors.shape[1] != dim) or vectors.dtype.kind != "f":
-        log.warning("vectors of the wrong shape in %s; ignoring them", paths.dense)
-        return {}
-    if len(vectors) != len(hashes):  # a write cut short between the two files: re-embed
-        log.warning("vectors/hashes mismatch in %s; ignoring the stored vectors", paths.dense)
-        return {}
-    return {h: np.array(vectors[row]) for row, h in enumerate(hashes.tolist()) if h in wanted}
 
 
 def build_index(
@@ -304,6 +170,39 @@ def build_index(
         )
 
 
+@dataclass
+class IndexJob:
+    """One indexing run: its inputs and what it has read so far."""
+
+    library: Any
+    encoder: Any
+    paths: IndexPaths
+    progress: Progress | None
+    kind: str  # as asked ("auto" or a kind)
+    chunk_size: int
+    batch_size: int
+    bm25_params: BM25Params
+    reuse_from: tuple
+    cancelled: Callable[[], bool] | None
+    embed_budget_s: float | None
+    report: IndexReport
+    meta: dict = field(default_factory=dict)
+    versions: dict[int, str] = field(default_factory=dict)  # the library's papers now
+    digest: str = ""
+    stored: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # the dense index's
+    _stored_versions: dict[int, str] | None = None
+
+    @property
+    def stored_versions(self) -> dict[int, str]:
+        if self._stored_versions is None:
+            self._stored_versions = {i: v for i, (_, v) in self.stored.items()}
+        return self._stored_versions
+
+    @property
+    def kind_requested(self) -> str:
+        return self.kind if self.kind != "auto" else self.meta.get("kind_requested", "auto")
+
+
 def _build_index(
     library,
     encoder,
@@ -319,80 +218,146 @@ def _build_index(
     cancelled: Callable[[], bool] | None,
     embed_budget_s: float | None,
 ) -> IndexReport:
+    from assistant.retrieval.index_update import update_changed
+
     start = time.perf_counter()
+    _prepare_folder(paths, rebuild)
+    report = IndexReport(fingerprint=str(encoder.fingerprint))
+    job = IndexJob(
+        library, encoder, paths, progress, kind, chunk_size, batch_size,
+        bm25_params or BM25Params(), tuple(reuse_from), cancelled, embed_budget_s, report,
+    )  # fmt: skip
+    job.meta = paths.read_meta()
+    job.versions = {int(k): str(v) for k, v in library.paper_versions().items()}
+    report.total = len(job.versions)
+    report.rebuilt_reason = _rebuild_reason(job.meta, report.fingerprint, rebuild)
+    if report.rebuilt_reason:
+        log.info("rebuilding the dense index: %s", report.rebuilt_reason)
+        shutil.rmtree(paths.dense, ignore_errors=True)
+        paths.dense.mkdir(parents=True)
+    job.stored = load_dense(paths)
+    report.kind = _pick_kind(job.kind_requested, len(job.versions))
+    job.digest = versions_digest(job.versions)
+    bm25_meta = _read_bm25_meta(paths)
+    if _is_current(job, bm25_meta):
+        report.unchanged = len(job.versions)  # nothing changed
+    elif not update_changed(job, bm25_meta):
+        _full_pass(job, bm25_fresh=bm25_matches(bm25_meta, job.digest, job.bm25_params))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _prepare_folder(paths: IndexPaths, rebuild: bool) -> None:
     if rebuild:  # whatever is there (damaged, foreign, a FIFO, a folder): removed unread
         for name in ("meta.json", "dense", "bm25", "bm25.tmp", "bm25.old"):
             filewrite.remove(paths.root / name)
     else:
         index_files.check_folder(paths.root)
     paths.dense.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(paths)
-    fingerprint = str(encoder.fingerprint)
-    meta = paths.read_meta()
-    report = IndexReport(fingerprint=fingerprint)
-    bm25_params = bm25_params or BM25Params()
-    versions = {int(k): str(v) for k, v in library.paper_versions().items()}
-    report.total = len(versions)
+    remove_leftovers(paths)
+
+
+def _rebuild_reason(meta: dict, fingerprint: str, rebuild: bool) -> str | None:
     if rebuild:
-        report.rebuilt_reason = "rebuild requested"
-    elif meta and meta.get("fingerprint") != fingerprint:
-        report.rebuilt_reason = f"encoder changed ({meta.get('fingerprint')} -> {fingerprint})"
-    elif meta and meta.get("format") != FORMAT_VERSION:
-        report.rebuilt_reason = "index format changed"
-    if report.rebuilt_reason:
-        log.info("rebuilding the dense index: %s", report.rebuilt_reason)
-        shutil.rmtree(paths.dense, ignore_errors=True)
-        paths.dense.mkdir(parents=True)
-    stored = _load_dense(paths)
-    report.kind = resolve_kind(
-        kind if kind != "auto" else meta.get("kind_requested", "auto"), len(versions)
-    )
-    if (report.kind == "ivf" and len(versions) < IVF_MIN) or (
-        report.kind == "ivfpq" and len(versions) < PQ_MIN
-    ):
-        report.kind = "flat"  # too few vectors to train the IVF quantizer / PQ codebooks
-    digest = _versions_digest(versions)
+        return "rebuild requested"
+    if meta and meta.get("fingerprint") != fingerprint:
+        return f"encoder changed ({meta.get('fingerprint')} -> {fingerprint})"
+    if meta and meta.get("format") != FORMAT_VERSION:
+        return "index format changed"
+    return None
+
+
+def _pick_kind(requested: str, n: int) -> str:
+    kind = resolve_kind(requested, n)
+    if (kind == "ivf" and n < IVF_MIN) or (kind == "ivfpq" and n < PQ_MIN):
+        return "flat"  # too few vectors to train the IVF quantizer / PQ codebooks
+    return kind
+
+
+def _read_bm25_meta(paths: IndexPaths) -> dict:
     try:
-        bm25_meta = index_files.load_json(paths.bm25 / "bm25.json")
-    except IndexDamagedError:  # missing or cut short by a kill: rebuilt below
-        bm25_meta = {}
-    bm25_fresh = bm25_meta.get("versions") == digest and (
-        bm25_meta.get("k1"),
-        bm25_meta.get("b"),
-    ) == (bm25_params.k1, bm25_params.b)
-    if (
-        not report.rebuilt_reason
-        and bm25_fresh
-        and meta.get("kind") == report.kind
+        return index_files.load_json(paths.bm25 / "bm25.json")
+    except IndexDamagedError:  # missing or cut short by a kill: rebuilt
+        return {}
+
+
+def bm25_matches(bm25_meta: dict, digest: str, params: BM25Params) -> bool:
+    """The stored BM25 index covers the papers of ``digest`` with these parameters."""
+    return bm25_meta.get("versions") == digest and (bm25_meta.get("k1"), bm25_meta.get("b")) == (
+        params.k1,
+        params.b,
+    )
+
+
+def _is_current(job: IndexJob, bm25_meta: dict) -> bool:
+    meta = job.meta
+    return bool(
+        not job.report.rebuilt_reason
+        and bm25_matches(bm25_meta, job.digest, job.bm25_params)
+        and meta.get("kind") == job.report.kind
         and not meta.get("missing")
         # meta.json is written last: a run killed before it left meta of an older state
-        and meta.get("versions") == digest
-        and {i: v for i, (_, v) in stored.items()} == versions
-        and (paths.dense / "faiss.index").exists()
-    ):
-        report.unchanged = len(versions)
-        report.seconds = time.perf_counter() - start
-        return report  # nothing changed
+        and meta.get("versions") == job.digest
+        and job.stored_versions == job.versions
+        and (job.paths.dense / "faiss.index").exists()
+    )
 
-    # one pass over the library: texts to embed, and the BM25 corpus
+
+def _full_pass(job: IndexJob, bm25_fresh: bool) -> None:
+    """Read every paper: embed what has no vector, rewrite the dense index (and BM25 unless it
+    is already current)."""
+    report = job.report
     texts: dict[int, str] = {}
     hashes: dict[int, bytes] = {}
     lexical: list[tuple[int, str, int]] = []
-    for paper in library.iter_papers():
+    for paper in job.library.iter_papers():
         pid = int(paper.id)
         texts[pid] = paper.encoder_text()
         hashes[pid] = text_hash(texts[pid])
         lexical.append((pid, paper.lexical_text(), int(paper.year) if paper.year else -1))
-    report.removed = sum(1 for pid in stored if pid not in hashes)
+    report.removed = sum(1 for pid in job.stored if pid not in hashes)
+    cache = gather_vectors(job, set(hashes.values()), resumed_report=True)
+    todo = {h: texts[pid] for pid, h in hashes.items() if h not in cache}
+    embed_missing(job, todo, cache)
+    ids = np.asarray(sorted(pid for pid, h in hashes.items() if h in cache), dtype=np.int64)
+    report.missing = len(hashes) - len(ids)
+    covered = ids.tolist()
+    report.added = sum(1 for pid in covered if pid not in job.stored)
+    report.updated = sum(
+        1 for pid in covered if pid in job.stored and job.stored[pid][0] != hashes[pid]
+    )
+    report.unchanged = len(covered) - report.added - report.updated
+    if report.missing:
+        report.warnings.append(
+            f"{report.missing} of {len(hashes)} papers have no vector yet (embedding budget "
+            "reached): dense search covers the others; run `assistant index` again to finish"
+        )
+    dim = int(getattr(job.encoder, "dim", 0) or (len(next(iter(cache.values()))) if cache else 0))
+    vecs = (
+        np.stack([cache[hashes[int(i)]] for i in ids]).astype(np.float32)
+        if len(ids)
+        else np.empty((0, dim), np.float32)
+    )
+    write_dense(job, ids, np.asarray([hashes[int(i)] for i in ids], dtype="S16"), vecs)
+    if not report.missing:
+        shutil.rmtree(job.paths.pending, ignore_errors=True)
+    if not bm25_fresh:
+        _build_bm25(lexical, job)
+        report.bm25_rebuilt = True
+    write_meta(job, dim, len(ids))
 
-    wanted = set(hashes.values())
-    enc_dim = int(getattr(encoder, "dim", 0) or 0) or None
-    cache = _stored_vectors(paths, wanted, enc_dim)
-    pending = EmbeddingCache(paths.pending, fingerprint)
-    resumed = pending.load(wanted)
-    report.resumed = len(set(resumed) - set(cache))
+
+def gather_vectors(job: IndexJob, wanted: set[bytes], resumed_report: bool = False) -> dict:
+    """Stored vectors for the text hashes ``wanted``: this index's, an interrupted run's chunks,
+    the ``reuse_from`` caches and index folders."""
+    paths, fingerprint = job.paths, job.report.fingerprint
+    enc_dim = int(getattr(job.encoder, "dim", 0) or 0) or None
+    cache = stored_vectors(paths, wanted, enc_dim)
+    resumed = EmbeddingCache(paths.pending, fingerprint).load(wanted)
+    if resumed_report:
+        job.report.resumed = len(set(resumed) - set(cache))
     cache.update(resumed)
-    for other in reuse_from:
+    for other in job.reuse_from:
         other = Path(other)
         folder = other / "dense" / "pending" if (other / "meta.json").exists() else other
         for h, v in EmbeddingCache(folder, fingerprint).load(wanted - set(cache)).items():
@@ -400,86 +365,78 @@ def _build_index(
         if (other / "meta.json").exists() and IndexPaths(other).read_meta().get(
             "fingerprint"
         ) == fingerprint:
-            cache.update(_stored_vectors(IndexPaths(other), wanted - set(cache), enc_dim))
-    todo = {h: texts[pid] for pid, h in hashes.items() if h not in cache}
-    if todo and (embed_budget_s is None or embed_budget_s > 0):
-        pending.open_for_writing()
-        _embed(
-            encoder,
-            todo,
-            pending,
-            cache,
-            chunk_size,
-            batch_size,
-            progress,
-            report,
-            cancelled,
-            embed_budget_s,
-        )
+            cache.update(stored_vectors(IndexPaths(other), wanted - set(cache), enc_dim))
+    return cache
 
-    ids = np.asarray(sorted(pid for pid, h in hashes.items() if h in cache), dtype=np.int64)
-    report.missing = len(hashes) - len(ids)
-    covered = ids.tolist()
-    report.added = sum(1 for pid in covered if pid not in stored)
-    report.updated = sum(1 for pid in covered if pid in stored and stored[pid][0] != hashes[pid])
-    report.unchanged = len(covered) - report.added - report.updated
-    if report.missing:
-        report.warnings.append(
-            f"{report.missing} of {len(hashes)} papers have no vector yet (embedding budget "
-            "reached): dense search covers the others; run `assistant index` again to finish"
-        )
-    dim = int(getattr(encoder, "dim", 0) or (len(next(iter(cache.values()))) if cache else 0))
-    vecs = (
-        np.stack([cache[hashes[int(i)]] for i in ids]).astype(np.float32)
-        if len(ids)
-        else np.empty((0, dim), np.float32)
+
+def embed_missing(job: IndexJob, todo: dict[bytes, str], cache: dict) -> None:
+    """Embed ``todo`` (text hash -> text) into ``cache``, chunk by chunk (kept for a resume)."""
+    if not todo or (job.embed_budget_s is not None and job.embed_budget_s <= 0):
+        return
+    pending = EmbeddingCache(job.paths.pending, job.report.fingerprint)
+    pending.open_for_writing()
+    _embed(
+        job.encoder,
+        todo,
+        pending,
+        cache,
+        job.chunk_size,
+        job.batch_size,
+        job.progress,
+        job.report,
+        job.cancelled,
+        job.embed_budget_s,
     )
+
+
+def write_dense(job: IndexJob, ids: np.ndarray, hashes: np.ndarray, vecs: np.ndarray) -> None:
+    """Rewrite the dense index: vectors, their hashes, ids, versions, and FAISS from them."""
+    paths, progress = job.paths, job.progress
     if progress:
         progress(
             ProgressEvent(0, len(ids), "faiss", f"Writing the vector index ({len(ids)} vectors)")
         )
-    _atomic_save_npy(paths.dense / "vectors.npy", vecs)
+    atomic_save_npy(paths.dense / "vectors.npy", vecs)
     faults.point("index.vectors")
-    _atomic_save_npy(
-        paths.dense / "hashes.npy", np.asarray([hashes[int(i)] for i in ids], dtype="S16")
-    )
-    _atomic_save_npy(paths.dense / "ids.npy", ids)
-    _atomic_write(
-        paths.dense / "versions.json",
-        json.dumps({str(int(i)): versions.get(int(i), "") for i in ids}),
-    )
-    index = make_faiss(vecs, ids, report.kind)
+    atomic_save_npy(paths.dense / "hashes.npy", hashes)
+    atomic_save_npy(paths.dense / "ids.npy", ids)
+    write_versions(job, ids)
+    index = make_faiss(vecs, ids, job.report.kind)
     filewrite.save_with(paths.dense / "faiss.index", lambda tmp: faiss.write_index(index, tmp))
-    if not report.missing:
-        shutil.rmtree(paths.pending, ignore_errors=True)
 
-    if not bm25_fresh:
-        _build_bm25(lexical, paths, bm25_params, digest, progress)
-        report.bm25_rebuilt = True
+
+def write_versions(job: IndexJob, ids: np.ndarray) -> None:
+    get = job.versions.get
+    atomic_save_npy(job.paths.dense / VERSIONS, np.asarray([get(i, "") for i in ids.tolist()], str))
+    filewrite.remove(job.paths.dense / "versions.json")  # an older index's
+
+
+def write_meta(job: IndexJob, dim: int, count: int) -> None:
+    """``meta.json``, written last: the index is complete (and no vector row is half-patched)."""
     faults.point("index.meta")
-    _atomic_write(
-        paths.meta,
+    encoder = job.encoder
+    atomic_write(
+        job.paths.meta,
         json.dumps(
             {
                 "format": FORMAT_VERSION,
-                "fingerprint": fingerprint,
+                "fingerprint": job.report.fingerprint,
                 "encoder": getattr(encoder, "name", ""),
                 "encoder_path": str(getattr(getattr(encoder, "manifest", None), "path", "") or ""),
                 "max_length": getattr(encoder, "max_length", None),
                 "dim": dim,
-                "count": len(ids),
-                "max_id": int(max(hashes, default=0)),
-                "kind": report.kind,
-                "missing": report.missing,
-                "versions": digest,
-                "kind_requested": kind if kind != "auto" else meta.get("kind_requested", "auto"),
+                "count": count,
+                "max_id": int(max(job.versions, default=0)),
+                "kind": job.report.kind,
+                "missing": job.report.missing,
+                "versions": job.digest,
+                "kind_requested": job.kind_requested,
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             },
             indent=1,
         ),
     )
-    report.seconds = time.perf_counter() - start
-    return report
+    filewrite.remove(job.paths.dense / DIRTY)
 
 
 def _embed(
@@ -538,40 +495,41 @@ def _embed(
             )
 
 
-def _build_bm25(
-    lexical: list[tuple[int, str, int]],
-    paths: IndexPaths,
-    params: BM25Params,
-    digest: str,
-    progress,
-) -> None:
+def _build_bm25(lexical: list[tuple[int, str, int]], job: IndexJob) -> None:
     ids = [pid for pid, _, _ in lexical]
-    texts = [text for _, text, _ in lexical]
-    years = [year for _, _, year in lexical]
-    if progress:
-        progress(ProgressEvent(0, len(ids), "bm25", f"Building the BM25 index ({len(ids)} papers)"))
+    if job.progress:
+        job.progress(
+            ProgressEvent(0, len(ids), "bm25", f"Building the BM25 index ({len(ids)} papers)")
+        )
+    bm25 = BM25Index.build(ids, [text for _, text, _ in lexical], job.bm25_params) if ids else None
+    write_bm25(job, bm25, np.asarray([year for _, _, year in lexical], dtype=np.int32))
+    if job.progress:
+        job.progress(
+            ProgressEvent(len(ids), len(ids), "bm25", f"BM25 index over {len(ids)} papers done")
+        )
+
+
+def write_bm25(job: IndexJob, bm25: BM25Index | None, years: np.ndarray) -> None:
+    """Put ``bm25`` (None: no papers) with the papers' years in place of the stored BM25."""
+    paths, params = job.paths, job.bm25_params
     tmp = paths.root / "bm25.tmp"
     filewrite.remove(tmp)
     tmp.mkdir()  # a new folder of ours (mkdir never follows a link): its files are ours too
-    if ids:
-        BM25Index.build(ids, texts, params).save(tmp)
+    if bm25 is not None:
+        bm25.save(tmp)
     else:
         np.save(tmp / "ids.npy", np.empty(0, np.int64))
-    np.save(tmp / "years.npy", np.asarray(years, dtype=np.int32))
+    np.save(tmp / "years.npy", years)
     meta_path = tmp / "bm25.json"
     meta = (
         index_files.load_json(meta_path)
         if meta_path.exists()
         else {"k1": params.k1, "b": params.b, "stem": params.stem}
     )
-    meta["versions"] = digest
+    meta["versions"] = job.digest
     filewrite.write_text(meta_path, json.dumps(meta, indent=1))
     faults.point("index.bm25")
     filewrite.replace_dir(tmp, paths.bm25)  # a kill leaves the old bm25 or the new one
-    if progress:
-        progress(
-            ProgressEvent(len(ids), len(ids), "bm25", f"BM25 index over {len(ids)} papers done")
-        )
 
 
 def load_index_encoder(

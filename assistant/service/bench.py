@@ -46,7 +46,7 @@ def acm_cr_queries(papers_dir: Path, n: int) -> list[Query]:
     abbreviations = {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
     qs = build_queries(papers)
     picked = [qs[i] for i in np.random.default_rng(0).permutation(len(qs))[:n]]
-    return [protocol_query(q, "product", abbreviations.get(q.paper_id, ())) for q in picked]
+    return [protocol_query(q, "product", abbreviations.get(q.paper, ())) for q in picked]
 
 
 def _summary(rows: list[dict[str, float]]) -> dict[str, dict[str, float]]:

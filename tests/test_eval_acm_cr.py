@@ -217,3 +217,20 @@ def test_product_variant_reads_authors_from_the_pdf_and_ranks(setup, tmp_path, a
 
     read_pdf_meta([paper])
     assert paper.authors[:2] == ["Davari, Masoud", "Hienert, Daniel"]  # the PDF header
+
+
+def test_cli_runs_default_beside_the_library_and_the_index_stays_usable(setup):
+    """Without --runs the run files go beside the library: inside the index folder they made
+    every later search refuse the index as damaged ("runs: a folder, not a file the index
+    writes")."""
+    from assistant.cli import main
+    from assistant.config import index_dir_for
+    from assistant.retrieval import index_files
+
+    papers, lib, _ = setup
+    args = ["eval", "acm-cr", str(papers), "--db", str(lib.path), "--level", "paragraph"]
+    out = CliRunner().invoke(main, [*args, "--variant", "plain", "--limit", "2", "--json"])
+    assert out.exit_code == 0, out.output
+    runs = lib.path.with_name(lib.path.name + ".eval-runs")
+    assert all(Path(f).parent == runs for f in json.loads(out.stdout)["run_files"])
+    index_files.check_folder(index_dir_for(lib.path))  # raises IndexDamagedError on a stray dir

@@ -15,6 +15,12 @@ from assistant.evaluation.pdf_eval import evaluate_paper, open_library, summariz
 from assistant.evaluation.scicite_eval import evaluate
 
 
+def default_run_dir(db_path: Path) -> Path:
+    """Where ``eval acm-cr`` writes its TREC runs without ``--runs``: beside the library, never
+    inside its index folder (the index refuses files it did not write: issue #29)."""
+    return db_path.with_name(db_path.name + ".eval-runs")
+
+
 @click.command("acm-cr")
 @click.argument("papers_dir", type=click.Path(exists=True, file_okay=False))
 @db_option()
@@ -82,7 +88,7 @@ from assistant.evaluation.scicite_eval import evaluate
     "run_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Write TREC run files and qrels here (default: <db>.index/runs/).",
+    help="Write TREC run files and qrels here (default: <db>.eval-runs/ beside the library).",
 )
 @click.option("--limit", type=int, default=None, help="Only the first N queries (quick checks).")
 @click.option(
@@ -113,7 +119,6 @@ def eval_acm_cr(
 ):
     """Evaluate recommendation on ACM-CR citing papers (PAPERS_DIR/<venue>/<id>.xml|.dois)."""
     from assistant.cli import resolve_db_path
-    from assistant.config import index_dir_for
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import pipeline_config
     from assistant.retrieval.searcher import RetrievalError
@@ -145,7 +150,7 @@ def eval_acm_cr(
             levels,
             variants=variants,
             blacklist=blacklist,
-            run_dir=run_dir or index_dir_for(path) / "runs",
+            run_dir=run_dir or default_run_dir(path),
             limit=limit,
             covered_only=covered_only,
             progress=command_progress(quiet=as_json),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import unicodedata
 
-from assistant.documents.linking import normalize_title
 from hypothesis import given
 from hypothesis import strategies as st
 
 from assistant.documents.model import Reference
 from assistant.fold import TRANSLIT, fold
 from assistant.library.citekeys import base_key
+from assistant.library.linking import normalize_title
 from assistant.library.normalize import ascii_fold, author_key, title_key
 from assistant.retrieval.bibsignals import name_key
 

@@ -79,8 +79,8 @@ def _share(num: int, den: int) -> float | None:
 def evaluate(db: Path, papers_dir: Path, limit: int | None = None) -> dict:
     from assistant.evaluation.acm_cr import (
         _find_blacklist,
+        abbreviations_by_paper,
         candidate_map,
-        manuscript_abbreviations,
         protocol_config,
         protocol_query,
     )
@@ -100,7 +100,7 @@ def evaluate(db: Path, papers_dir: Path, limit: int | None = None) -> dict:
     doi_of = {pid: doi for doi, pid in by_doi.items()}
     papers = load_collection(papers_dir)
     read_pdf_meta(papers)
-    defined = {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
+    defined = abbreviations_by_paper(papers)
     classifier = load_intent_classifier()
     gold = real_intents(papers, classifier)
     config = pipeline_config(k=TOP)  # the service's defaults: ranker, reranker, intent stage

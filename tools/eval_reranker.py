@@ -200,8 +200,8 @@ def collect_ranked(
     the texts of the ``head`` a reranker would see."""
     from assistant.evaluation.acm_cr import (
         _find_blacklist,
+        abbreviations_by_paper,
         candidate_map,
-        manuscript_abbreviations,
         protocol_config,
         protocol_query,
     )
@@ -218,7 +218,7 @@ def collect_ranked(
     doi_of = {pid: doi for doi, pid in by_doi.items()}
     papers = load_collection(dev_dir)
     read_pdf_meta(papers)
-    defined = {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
+    defined = abbreviations_by_paper(papers)
     queries = [
         q for q in build_queries(papers, ("paragraph", "sentence")) if q.cited_dois & by_doi.keys()
     ]

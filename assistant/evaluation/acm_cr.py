@@ -74,6 +74,11 @@ def manuscript_abbreviations(paper) -> dict[str, str]:
     )
 
 
+def abbreviations_by_paper(papers) -> dict[str, tuple]:
+    """``{citing paper id: the (short, long) pairs it defines}``, as ``protocol_query`` takes them."""
+    return {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
+
+
 def protocol_query(q, variant: str, abbreviations: tuple = ()):
     """The product's ``Query`` for a dev query under a protocol variant: ``plain`` (context
     only), ``enhanced`` (+ the citing paper's title, abstract, neighbouring text and the
@@ -161,11 +166,7 @@ def evaluate_acm_cr(
     if "product" in variants:
         read_pdf_meta(papers)
     queries = [q for q in build_queries(papers, tuple(levels)) if q.cited_dois & by_doi.keys()]
-    defined = (
-        {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
-        if abbreviations
-        else {}
-    )
+    defined = abbreviations_by_paper(papers) if abbreviations else {}
     if limit:
         queries = queries[:limit]
     run_config = protocol_config(config, others, candidates=max(config.candidates, 100))

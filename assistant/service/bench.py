@@ -39,11 +39,11 @@ def draft_queries(draft: Path, limit: int | None = None) -> list[Query]:
 
 def acm_cr_queries(papers_dir: Path, n: int) -> list[Query]:
     """``n`` ACM-CR dev citation contexts as product queries (authors, year, abbreviations)."""
-    from assistant.evaluation.acm_cr import manuscript_abbreviations, protocol_query
+    from assistant.evaluation.acm_cr import abbreviations_by_paper, protocol_query
     from assistant.evaluation.acm_cr_data import build_queries, load_collection
 
     papers = load_collection(papers_dir)
-    abbreviations = {p.paper_id: tuple(manuscript_abbreviations(p).items()) for p in papers}
+    abbreviations = abbreviations_by_paper(papers)
     qs = build_queries(papers)
     picked = [qs[i] for i in np.random.default_rng(0).permutation(len(qs))[:n]]
     return [protocol_query(q, "product", abbreviations.get(q.paper, ())) for q in picked]

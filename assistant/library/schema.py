@@ -211,11 +211,6 @@ class LibraryBusyError(LibraryOpenError):
     """Another process holds the library's write lock longer than the busy timeout."""
 
 
-#: What SQLite raises when the file is locked, read-only or full after the library was opened
-#: (outside ``Library.transaction()``, which turns it into ``LibraryOpenError`` itself): callers
-#: catch this name and translate it with :func:`sqlite_error` (no ``sqlite3`` outside the library)
-OperationalError = sqlite3.OperationalError
-
 #: How long a writer waits for another process's write lock before giving up (seconds).
 BUSY_TIMEOUT_S = 15.0
 

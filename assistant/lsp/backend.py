@@ -191,9 +191,9 @@ class Backend:
     def keys(self, limit: int = -1) -> LibraryKeys:
         """The library papers with a citekey outside the trash, newest first (title, authors,
         year; no abstracts; ``limit`` of them, -1: all), and the aliases of merged keys."""
-        rows, aliases = self._library().citekey_rows(limit)
-        if limit < 0:
+        if limit < 0:  # read before the rows: a change in between is seen by the next check
             self._signature = self._library_signature()
+        rows, aliases = self._library().citekey_rows(limit)
         out = [
             KeyEntry(key, title or "", tuple(_authors(authors)), _year(year), venue or "", doi)
             for key, title, authors, year, venue, doi, _added in rows

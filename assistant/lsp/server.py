@@ -64,7 +64,9 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self.missing: dict[str, list[diagnostics.MissingMark]] = {}
         self._cited: dict[str, tuple[int, list[str]]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._keys_event: asyncio.Event | None = None
+        self._keys_event: asyncio.Event | None = None  # set once the first keys are in
+        self._keys_loading = False
+        self._keys_again = False
         self._diag_handles: dict[str, asyncio.TimerHandle] = {}
         self._last_library_check = 0.0
         self._stopping = threading.Event()
@@ -201,6 +203,24 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
             self._status("off", "recommendations are switched off (--no-recommend)")
 
     async def _load_keys(self) -> None:
+        """Load the library's keys: the newest at once, then the whole list. A reload asked for
+        while one runs is folded into it (one more pass), and the keys already loaded serve
+        every request meanwhile: ``_keys_event`` is set once and never replaced, so a request
+        that waits for the first keys is always woken."""
+        if self._keys_loading:
+            self._keys_again = True
+            return
+        self._keys_loading = True
+        try:
+            while True:
+                self._keys_again = False
+                await self._read_keys()
+                if not self._keys_again or self._stopping.is_set():
+                    break
+        finally:
+            self._keys_loading = False
+
+    async def _read_keys(self) -> None:
         def load(limit: int = -1) -> completion.KeyIndex:
             found = self.backend.keys(limit)
             index = completion.KeyIndex(found.entries, found.aliases)
@@ -219,7 +239,8 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         except Exception as exc:
             log.warning("cannot read the library: %s", exc)
             self._warn(f"cannot read the library: {exc}", types.MessageType.Error)
-            self.keys = completion.KeyIndex([])
+            if self.keys is None or not self.keys.complete:
+                self.keys = completion.KeyIndex([])
         self._keys_event.set()
         self._status("keys", f"{len(self.keys)} library keys loaded from {self.backend.db_path}")
         for uri in list(self.docs):
@@ -289,6 +310,8 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         now = time.monotonic()
         if now - self._last_library_check < _LIBRARY_CHECK_S or self.loop is None:
             return
+        if self._keys_loading:  # that load reads the library as it is now
+            return
         self._last_library_check = now
 
         async def check() -> None:
@@ -298,8 +321,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
                 )
             except Exception:
                 return
-            if changed:
-                self._keys_event = asyncio.Event()
+            if changed:  # the old keys serve until the new list replaces them
                 await self._load_keys()
                 if self.recommend_enabled and self.state in ("ready", "failed"):
                     # new papers: the loader indexes them and swaps the recommender in

@@ -308,8 +308,13 @@ def bench_scale(n_papers, workdir, n_queries, kind, recall, no_product, keep, ef
             out = run_scale_bench(
                 n_papers, Path(tmp), n_queries, kind, kinds, not no_product, False, say, efs
             )
-    else:
+    else:  # the figures so far land in <dir>/scale-report.json after each step
+
+        def checkpoint(partial: dict) -> None:
+            report = Path(workdir) / "scale-report.json"
+            report.write_text(json.dumps(partial, indent=2), encoding="utf-8")
+
         out = run_scale_bench(
-            n_papers, workdir, n_queries, kind, kinds, not no_product, keep, say, efs
+            n_papers, workdir, n_queries, kind, kinds, not no_product, keep, say, efs, checkpoint
         )
     click.echo(json.dumps(out, indent=2))

@@ -71,10 +71,12 @@ def approximate_recall(
     k: int = 100,
     depth: int = 400,
     ef_search: tuple[int, ...] = (),
+    built: dict | None = None,
 ) -> dict:
     """recall@k of each approximate FAISS index against exact search, build and search time;
     searched as the prefilter searches (``depth`` candidates, of which the top ``k`` count).
-    ``ef_search``: HNSW is searched again with each of these search lists (same graph)."""
+    ``ef_search``: HNSW is searched again with each of these search lists (same graph).
+    ``built``: indexes already made, by kind (the library's own), measured as they are."""
     import faiss
 
     from assistant.retrieval.index import make_faiss
@@ -90,9 +92,9 @@ def approximate_recall(
     out = {"flat": {"search": _pct(times)}}
     for kind in kinds:
         t = time.perf_counter()
-        index = make_faiss(vectors, ids, kind)
-        build_s = time.perf_counter() - t
-        out[kind] = {"build_s": round(build_s, 1), **_recall(index, queries, truth, k, depth)}
+        index = (built or {}).get(kind) or make_faiss(vectors, ids, kind)
+        build_s = None if kind in (built or {}) else round(time.perf_counter() - t, 1)
+        out[kind] = {"build_s": build_s, **_recall(index, queries, truth, k, depth)}
         if kind == "hnsw" and ef_search:
             hnsw = faiss.downcast_index(index.index).hnsw
             default_ef = hnsw.efSearch
@@ -125,8 +127,10 @@ def run_scale_bench(
     keep: bool = False,
     say: Callable[[str], None] = lambda m: None,
     ef_search: tuple[int, ...] = (),
+    checkpoint: Callable[[dict], None] = lambda out: None,
 ) -> dict:
-    """Build an ``n``-paper synthetic library in ``workdir`` and measure it (module docstring)."""
+    """Build an ``n``-paper synthetic library in ``workdir`` and measure it (module docstring);
+    ``checkpoint`` gets the figures so far after each step (a long run that dies keeps them)."""
     # long: a benchmark script: one measured step after another (import, index, queries, RSS, disk)
     from assistant.config import index_dir_for
     from assistant.library.importers import import_paths
@@ -160,6 +164,7 @@ def run_scale_bench(
     }
     shutil.rmtree(workdir / "bib", ignore_errors=True)
 
+    checkpoint(out)
     say("indexing (BM25 + FAISS, vectors without the encoder)")
     encoder = SyntheticEncoder()
     t, cpu = time.perf_counter(), time.process_time()
@@ -171,6 +176,7 @@ def run_scale_bench(
         "requested": kind,
     }
     out["disk_mb"] = {"library": _disk_mb(db), "index": _disk_mb(index_dir_for(db))}
+    checkpoint(out)
     say("re-indexing after one edited record")
     from assistant.library.editing import edit_paper
 
@@ -183,6 +189,7 @@ def run_scale_bench(
     assert again.updated == 1, again
     library.close()
 
+    checkpoint(out)
     say("querying")
     reader = Library(db)
     rss0 = _rss_mb()
@@ -210,6 +217,7 @@ def run_scale_bench(
         "peak_whole_run": _peak_rss_mb(),
     }
 
+    checkpoint(out)
     if recall_kinds:
         say("recall of the approximate indexes")
         paths = rec.searcher.paths
@@ -217,9 +225,11 @@ def run_scale_bench(
         ids = np.load(paths.dense / "ids.npy")
         qv = encoder.encode([q.text for q in queries] + [gen.sentence(25) for _ in range(160)])
         kinds = tuple(k for k in recall_kinds if not (k == "ivfpq" and n < 10_000))
-        out["recall"] = approximate_recall(vectors, ids, qv, kinds, ef_search=ef_search)
+        own = {index.kind: rec.searcher.faiss_index} if rec.searcher.faiss_index else {}
+        out["recall"] = approximate_recall(vectors, ids, qv, kinds, ef_search=ef_search, built=own)
         del vectors
     reader.close()
+    checkpoint(out)
     out["load_avg"] = [round(x, 2) for x in os.getloadavg()]
     if not keep:
         shutil.rmtree(index_dir_for(db), ignore_errors=True)

@@ -175,7 +175,10 @@ def _completion(ed: Editor, uri: str, text: str, offset: int) -> dict:
 
 
 def test_first_completion_is_answered_while_the_models_load(sample_home, project, tmp_path):
-    ed = Editor(sample_home, tmp_path / "server.log")
+    # an empty models folder: the server builds its encoder first (the first start after an
+    # install, ~10 s), so "ready" comes long after any prompt answer and the order is not a race
+    env = dict(sample_home, ASSISTANT_MODELS=str(tmp_path / "models"))
+    ed = Editor(env, tmp_path / "server.log")
     try:
         ed.client.initialize(project["folder"])
         uri = ed.client.open(project["draft"], "latex", project["text"])

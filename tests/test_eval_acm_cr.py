@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from retrieval_helpers import CHIIR_DEV, chiir_library  # noqa: F401 - session fixture
 
-from assistant.evaluation.acm_cr import evaluate_acm_cr
+from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
 from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_dois_file
 from assistant.evaluation.metrics import mean_metrics, query_metrics, read_trec_run
 from assistant.retrieval.pipeline import PipelineConfig, Recommender
@@ -108,6 +108,70 @@ def test_blacklist_removes_candidates(setup, tmp_path):
     assert (
         base["queries"]["sentence"] > 0 and out["queries"] == {}
     )  # every cited paper is blacklisted
+
+
+def test_the_protocol_setup_is_the_one_every_acm_cr_run_uses(setup, tmp_path):
+    """``protocol_setup``: the candidates (the blacklist beside the papers applied), the queries
+    citing one and their answer key, checked against the XML; ``eval acm-cr`` and
+    ``tools/eval_reranker.py`` (fused and BM25 candidates) run on exactly those queries, and the
+    blacklisted citing paper itself is never ranked."""
+    from tools.eval_reranker import collect_candidates, collect_candidates_bm25
+
+    papers, lib, rec = setup
+    papers = shutil.copytree(papers, tmp_path / "dev")
+    (paper,) = load_collection(papers)
+    (papers / "blacklist.txt").write_text(f"{paper.doi}\n")
+    manuscript = lib.get_by_doi(paper.doi).id
+    ps = protocol_setup(lib, papers)
+    candidates = {
+        p.doi
+        for p in lib.iter_papers()
+        if p.doi and p.entry_type in ("article", "inproceedings") and p.doi != paper.doi
+    }
+    assert set(ps.by_doi) == candidates and ps.blacklist == papers / "blacklist.txt"
+    every = {p.id for p in lib.iter_papers()}
+    assert ps.others == {manuscript} and set(ps.doi_of) | ps.others == every
+    para, sent = _expected_queries(papers, candidates)
+    queries = ps.queries()
+    assert [sum(q.level == level for q in queries) for level in ("paragraph", "sentence")] == [
+        para,
+        sent,
+    ]
+    assert all(ps.relevant(q) and ps.relevant(q) <= q.cited_dois for q in queries)
+    assert ps.queries(limit=2) == queries[:2]
+    assert ps.abbreviations.keys() == {paper.paper_id}
+    result = evaluate_acm_cr(papers, lib, rec.config, recommender=rec, variants=("plain",))
+    assert result["queries"] == {"paragraph": para, "sentence": sent}
+    assert result["candidates"] == len(candidates)
+
+    rows, doi_of = collect_candidates(lib, papers, ("paragraph", "sentence"), recommender=rec)
+    assert doi_of == ps.doi_of
+    assert [(r["qid"], r["relevant"]) for r in rows] == [
+        (q.qid, sorted(ps.relevant(q))) for q in queries
+    ]
+    assert all(len(r["ids"]) == len(r["texts"]) > 0 for r in rows)
+    assert all(pid in doi_of for r in rows for pid in r["ids"])  # never the manuscript
+    bm25_rows, bm25_doi_of = collect_candidates_bm25(lib, papers, ("paragraph", "sentence"))
+    assert bm25_doi_of == doi_of and [r["qid"] for r in bm25_rows] == [r["qid"] for r in rows]
+    assert all(pid in doi_of for r in bm25_rows for pid in r["ids"])
+
+
+def test_intent_need_eval_runs_on_the_protocol_setup(setup):
+    """``tools/intent_need_eval.py`` (sentence queries, no need vs the sentence's own intent) on
+    the protocol's candidates and sentence queries."""
+    from tools.intent_need_eval import main as need_main
+
+    papers, lib, _ = setup
+    ps = protocol_setup(lib, papers, abbreviations=False)
+    n = min(3, len(ps.queries(("sentence",))))
+    out = CliRunner().invoke(
+        need_main, ["--db", str(lib.path), "--papers", str(papers), "--limit", "3"]
+    )
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["queries"] == n > 0 and data["candidates"] == len(ps.by_doi)
+    assert sum(data["sentence_intents"].values()) == n
+    assert sum(v["queries"] for v in data["r_at_10"].values()) == n
 
 
 def test_cli_json(setup, tmp_path):

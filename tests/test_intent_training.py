@@ -189,12 +189,8 @@ def test_distillation_from_a_teacher_checkpoint(tiny_data, tmp_path):
     """A teacher run's logits are dumped once and steer a student run (soft targets)."""
     import torch
 
-    from assistant.training.intent import training_examples
-    from assistant.training.intent_distill import (
-        dump_teacher_logits,
-        load_teacher_logits,
-        soft_target_loss,
-    )
+    from assistant.training.intent import dump_teacher_logits, training_examples
+    from assistant.training.intent_distill import load_teacher_logits, soft_target_loss
 
     teacher = _cfg(tiny_data, tmp_path, "teacher", train_top_layers=2)
     train(teacher, progress=lambda e: None)

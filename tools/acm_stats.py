@@ -13,7 +13,6 @@ import gzip
 import itertools
 import json
 import re
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -31,7 +30,8 @@ def _hist(values: list[int], cap: int) -> list[int]:
 
 
 def build(db: Path) -> dict:
-    conn = sqlite3.connect(db)
+    from assistant.library.store import Library
+
     words: Counter = Counter()
     title_words: Counter = Counter()
     pairs: Counter = Counter()
@@ -41,33 +41,32 @@ def build(db: Path) -> dict:
     years: Counter = Counter()
     title_len, abstract_len, n_authors = [], [], []
     with_abstract = total = 0
-    rows = conn.execute(
-        "SELECT title, abstract, authors, venue, year, entry_type FROM papers "
-        "WHERE deleted_at IS NULL"
-    )
-    for title, abstract, authors, venue, year, entry_type in rows:
-        total += 1
-        t = WORD.findall((title or "").lower())
-        a = WORD.findall((abstract or "").lower())
-        title_words.update(t)
-        words.update(t)
-        words.update(a)
-        for seq in (t, a):
-            pairs.update(itertools.pairwise(seq))
-        title_len.append(len(t))
-        if a:
-            with_abstract += 1
-            abstract_len.append(len(a))
-        names = json.loads(authors or "[]")
-        n_authors.append(len(names))
-        for name in names:
-            last, _, first = name.partition(",")
-            surnames[last.strip()] += 1
-            if first.strip():
-                given[first.strip().split()[0]] += 1
-        venues[f"{entry_type}|{venue or ''}"] += 1
-        if year:
-            years[int(year)] += 1
+    library = Library(db)
+    try:
+        for paper in library.iter_papers(with_record=False):
+            total += 1
+            t = WORD.findall((paper.title or "").lower())
+            a = WORD.findall((paper.abstract or "").lower())
+            title_words.update(t)
+            words.update(t)
+            words.update(a)
+            for seq in (t, a):
+                pairs.update(itertools.pairwise(seq))
+            title_len.append(len(t))
+            if a:
+                with_abstract += 1
+                abstract_len.append(len(a))
+            n_authors.append(len(paper.authors))
+            for name in paper.authors:
+                last, _, first = name.partition(",")
+                surnames[last.strip()] += 1
+                if first.strip():
+                    given[first.strip().split()[0]] += 1
+            venues[f"{paper.entry_type}|{paper.venue or ''}"] += 1
+            if paper.year:
+                years[int(paper.year)] += 1
+    finally:
+        library.close()
     vocab = [w for w, _ in words.most_common(VOCAB)]
     index = {w: i for i, w in enumerate(vocab)}
     bigrams = [

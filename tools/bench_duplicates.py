@@ -51,7 +51,7 @@ def main() -> None:
         before = find_duplicates(lib)
         find_s = time.perf_counter() - t0
         two_dois = sum(len({p.doi for p in lib.get_many(g.ids) if p.doi}) > 1 for g in before)
-        ids = [r[0] for r in lib.conn.execute("SELECT id FROM papers WHERE deleted_at IS NULL")]
+        ids = lib.paper_ids()
         planted: dict[int, int] = {}
         with lib.transaction():
             for pid in rng.sample(ids, len(ids)):

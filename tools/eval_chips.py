@@ -77,49 +77,33 @@ def _share(num: int, den: int) -> float | None:
 
 
 def evaluate(db: Path, papers_dir: Path, limit: int | None = None) -> dict:
-    from assistant.evaluation.acm_cr import (
-        _find_blacklist,
-        abbreviations_by_paper,
-        candidate_map,
-        protocol_config,
-        protocol_query,
-    )
-    from assistant.evaluation.acm_cr_data import (
-        build_queries,
-        load_collection,
-        read_blacklist,
-        read_pdf_meta,
-    )
+    from assistant.evaluation.acm_cr import protocol_setup
     from assistant.inference.intent import load_intent_classifier
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import Recommender, pipeline_config
 
     start = time.perf_counter()
     library = Library(db)
-    by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(papers_dir)))
-    doi_of = {pid: doi for doi, pid in by_doi.items()}
-    papers = load_collection(papers_dir)
-    read_pdf_meta(papers)
-    defined = abbreviations_by_paper(papers)
+    setup = protocol_setup(library, papers_dir, pdf_meta=True)
+    doi_of = setup.doi_of
     classifier = load_intent_classifier()
-    gold = real_intents(papers, classifier)
+    gold = real_intents(setup.papers, classifier)
     config = pipeline_config(k=TOP)  # the service's defaults: ranker, reranker, intent stage
-    run = protocol_config(config, others, candidates=max(config.candidates, 100))
+    run = setup.run_config(config, candidates=max(config.candidates, 100))
     recommender = Recommender(library, config)
     out: dict = {
         "db": str(db),
         "papers": str(papers_dir),
-        "candidates": len(by_doi),
+        "candidates": len(setup.by_doi),
         "config": {"ranker": config.ranker, "reranker": config.reranker, "k": TOP},
         "proxy": "real intent = the shipped intent model's label of the citing sentence(s)",
         "levels": {},
     }
     for level in ("paragraph", "sentence"):
-        queries = [q for q in build_queries(papers, (level,)) if q.cited_dois & by_doi.keys()]
-        queries = queries[:limit] if limit else queries
+        queries = setup.queries((level,), limit)
         c = defaultdict(int)
         for q in queries:
-            query = protocol_query(q, "product", defined.get(q.paper, ()))
+            query = setup.query(q, "product")
             items = recommender.recommend(query, run).items[:TOP]
             per_card, sentence = shown_labels(items)
             c["lists"] += 1

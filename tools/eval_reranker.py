@@ -42,28 +42,17 @@ def collect_candidates(
     use_dense: bool = True,
 ) -> tuple[list[dict], dict]:
     """Each dev query's fused top ``candidates`` (ids, fused scores, the reranker's query text)."""
-    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map, protocol_config
-    from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
+    from assistant.evaluation.acm_cr import protocol_setup
     from assistant.retrieval.pipeline import Recommender, pipeline_config
-    from assistant.retrieval.query import build_query
 
-    dev_dir = Path(dev_dir)
-    by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
-    doi_of = {pid: doi for doi, pid in by_doi.items()}
-    queries = [
-        q
-        for q in build_queries(load_collection(dev_dir), tuple(levels))
-        if q.cited_dois & by_doi.keys()
-    ]
-    if limit:
-        queries = queries[:limit]
+    setup = protocol_setup(library, dev_dir, abbreviations=False)
+    queries = setup.queries(levels, limit)
     config = pipeline_config(reranker=None, ranker=None, use_intent=False, use_dense=use_dense)
     recommender = recommender or Recommender(library, config)
-    run_config = protocol_config(config, others, candidates=candidates, depth=candidates)
+    run_config = setup.run_config(config, candidates=candidates, depth=candidates)
     rows = []
     for n, q in enumerate(queries, 1):
-        query = build_query(q.text, "paragraph" if q.level == "paragraph" else "local")
-        pre = recommender.prefilter(query, run_config)
+        pre = recommender.prefilter(setup.query(q, "plain"), run_config)
         items = recommender._candidates(pre, run_config)[:candidates]
         rows.append(
             {
@@ -73,25 +62,23 @@ def collect_candidates(
                 "ids": [int(it.paper.id) for it in items],
                 "fused": [float(it.scores.get("fused", it.score)) for it in items],
                 "texts": [it.paper.encoder_text() for it in items],
-                "relevant": sorted(q.cited_dois & by_doi.keys()),
+                "relevant": sorted(setup.relevant(q)),
             }
         )
         if progress:
             progress(ProgressEvent(n, len(queries), "prefilter", "prefilter"))
-    return rows, doi_of
+    return rows, setup.doi_of
 
 
 def collect_candidates_bm25(
     library, dev_dir: Path, levels=("paragraph",), candidates: int = 100, limit: int | None = None
 ) -> tuple[list[dict], dict]:
     """Fallback when the library has no index yet: BM25 (bm25s) over the protocol's candidates."""
-    from assistant.evaluation.acm_cr import _find_blacklist, candidate_map
-    from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
+    from assistant.evaluation.acm_cr import protocol_setup
     from assistant.training.data import Bm25Candidates, Corpus, DocRecord, strip_markers
 
-    dev_dir = Path(dev_dir)
-    by_doi, _others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
-    doi_of = {pid: doi for doi, pid in by_doi.items()}
+    setup = protocol_setup(library, dev_dir, abbreviations=False)
+    doi_of = setup.doi_of
     papers = {p.id: p for p in library.get_many(list(doi_of))}
     corpus = Corpus(
         {
@@ -100,13 +87,7 @@ def collect_candidates_bm25(
         }
     )
     bm25 = Bm25Candidates(corpus)
-    queries = [
-        q
-        for q in build_queries(load_collection(dev_dir), tuple(levels))
-        if q.cited_dois & by_doi.keys()
-    ]
-    if limit:
-        queries = queries[:limit]
+    queries = setup.queries(levels, limit)
     rows = []
     texts = [strip_markers(q.text) for q in queries]
     for q, text, ids in zip(queries, texts, bm25.batch(texts, candidates)):
@@ -119,7 +100,7 @@ def collect_candidates_bm25(
                 "ids": ids,
                 "fused": [float(n - r) for r in range(n)],  # rank-based stand-in score
                 "texts": [papers[i].encoder_text() for i in ids],
-                "relevant": sorted(q.cited_dois & by_doi.keys()),
+                "relevant": sorted(setup.relevant(q)),
             }
         )
     return rows, doi_of
@@ -198,38 +179,19 @@ def collect_ranked(
     """Each dev query's final order from the full pipeline (prefilter + the shipped learned
     ranker), as ``evaluate_acm_cr`` builds the queries: top 100 ids, the ranker's scores and
     the texts of the ``head`` a reranker would see."""
-    from assistant.evaluation.acm_cr import (
-        _find_blacklist,
-        abbreviations_by_paper,
-        candidate_map,
-        protocol_config,
-        protocol_query,
-    )
-    from assistant.evaluation.acm_cr_data import (
-        build_queries,
-        load_collection,
-        read_blacklist,
-        read_pdf_meta,
-    )
+    from assistant.evaluation.acm_cr import protocol_setup
     from assistant.retrieval.pipeline import Recommender, pipeline_config
 
-    dev_dir = Path(dev_dir)
-    by_doi, others = candidate_map(library, read_blacklist(_find_blacklist(dev_dir)))
-    doi_of = {pid: doi for doi, pid in by_doi.items()}
-    papers = load_collection(dev_dir)
-    read_pdf_meta(papers)
-    defined = abbreviations_by_paper(papers)
-    queries = [
-        q for q in build_queries(papers, ("paragraph", "sentence")) if q.cited_dois & by_doi.keys()
-    ]
+    setup = protocol_setup(library, dev_dir, pdf_meta=True)
+    queries = setup.queries(("paragraph", "sentence"))
     config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
     recommender = Recommender(library, config)
-    run_config = protocol_config(config, others, candidates=100, depth=config.depth)
+    run_config = setup.run_config(config, candidates=100, depth=config.depth)
     rows = []
     total = len(queries) * len(variants)
     for variant in variants:
         for q in queries:
-            query = protocol_query(q, variant, defined.get(q.paper, ()))
+            query = setup.query(q, variant)
             pre = recommender.prefilter(query, run_config)
             items = recommender.rank(pre, query, run_config)
             rows.append(
@@ -242,12 +204,12 @@ def collect_ranked(
                     "ids": [int(it.paper.id) for it in items],
                     "base": [float(it.score) for it in items],
                     "texts": [it.paper.encoder_text() for it in items[:head]],
-                    "relevant": sorted(q.cited_dois & by_doi.keys()),
+                    "relevant": sorted(setup.relevant(q)),
                 }
             )
             if progress:
                 progress(ProgressEvent(len(rows), total, "prefilter", "ranking"))
-    return rows, doi_of
+    return rows, setup.doi_of
 
 
 def _ranked_metrics(r: dict, doi_of: dict, key: str | None, alpha: float, top: int) -> dict:

@@ -47,8 +47,7 @@ TOOLS_SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
     help="Override the paper profile's weight in the per-paper label (default: the file's).",
 )
 def main(db, papers, limit, pool, bm25_only, need_profile, label_profile) -> None:
-    from assistant.evaluation.acm_cr import candidate_map
-    from assistant.evaluation.acm_cr_data import build_queries, load_collection, read_blacklist
+    from assistant.evaluation.acm_cr import protocol_setup
     from assistant.inference.intent import LABELS, IntentClassifier
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
@@ -59,25 +58,12 @@ def main(db, papers, limit, pool, bm25_only, need_profile, label_profile) -> Non
         Path(papers) if papers else (shared_data_dir() or TOOLS_SHARED_DATA) / "acm-cr" / "dev"
     )
     library = Library(db)
-    blacklist = read_blacklist(papers_dir.parent / "blacklist.txt")
-    by_doi, others = candidate_map(library, blacklist)
-    doi_of = {pid: doi for doi, pid in by_doi.items()}
-    queries = [
-        q
-        for q in build_queries(load_collection(papers_dir), ("sentence",))
-        if q.cited_dois & by_doi.keys()
-    ][:limit]
+    setup = protocol_setup(library, papers_dir, abbreviations=False)
+    doi_of = setup.doi_of
+    queries = setup.queries(("sentence",), limit)
     if not queries:
         raise click.ClickException(f"no ACM-CR dev sentence query cites a paper of {db}")
-    base = PipelineConfig(
-        k=10,
-        exclude_ids=frozenset(others),
-        exclude_cited=False,
-        filter_by_year=False,
-        dedupe=False,
-        intent_pool=pool,
-        use_dense=not bm25_only,
-    )
+    base = setup.run_config(PipelineConfig(k=10, intent_pool=pool, use_dense=not bm25_only))
     rec = Recommender(library, base)
     clf = IntentClassifier()
     from assistant.inference.paper_intent import load_paper_profile
@@ -92,7 +78,7 @@ def main(db, papers, limit, pool, bm25_only, need_profile, label_profile) -> Non
     chips = {"differs": [], "distinct": [], "uncertain": []}
     start = time.perf_counter()
     for q, pred in zip(queries, sent):
-        rel = q.cited_dois & by_doi.keys()
+        rel = setup.relevant(q)
         query = Query(text=q.text, mode="local")
         plain = rec.recommend(query, base).items
         need = rec.recommend(query, replace(base, intent_preference=pred.label)).items
@@ -110,7 +96,7 @@ def main(db, papers, limit, pool, bm25_only, need_profile, label_profile) -> Non
     out = {
         "db": str(db),
         "queries": len(queries),
-        "candidates": len(by_doi),
+        "candidates": len(setup.by_doi),
         "intent_pool": pool,
         "bm25_only": bm25_only,
         "need_profile_weight": profile.combine.need_profile if profile is not None else None,

@@ -6,36 +6,9 @@ import json
 
 import click
 
+import assistant.cli.library_manage  # noqa: F401  (its commands register on the group)
 from assistant.cli import resolve_db_path
-from assistant.cli.options import db_option as _db_option
-
-db_option = _db_option("Library database file (overrides the global --db / $ASSISTANT_DB).")
-
-
-def _open(ctx: click.Context, db: str | None):
-    from assistant.service import open_library
-
-    return open_library(resolve_db_path(ctx, db))
-
-
-class _LibraryGroup(click.Group):
-    """Turns the odd inputs no command can use into one line instead of a traceback."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except UnicodeEncodeError as exc:
-            bad = exc.object[max(0, exc.start - 20) : exc.end + 20]
-            shown = bad.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            raise click.ClickException(
-                f"an argument or path is not valid UTF-8 (near {shown!r}); rename it or pass it "
-                "in UTF-8"
-            ) from None
-
-
-@click.group("library", cls=_LibraryGroup)
-def library() -> None:
-    """Manage the paper library (import, search, export)."""
+from assistant.cli.library_group import db_option, library, open_db
 
 
 @library.command("import")
@@ -91,7 +64,7 @@ def import_cmd(ctx, paths, db, workers, quiet, as_json):
 @click.pass_context
 def stats_cmd(ctx, db, as_json):
     """Counts per entry type, abstracts, DOIs, citations, schema version, DB size."""
-    lib = _open(ctx, db)
+    lib = open_db(ctx, db)
     try:
         stats = lib.stats()
     finally:
@@ -119,7 +92,7 @@ def stats_cmd(ctx, db, as_json):
 @click.pass_context
 def search_cmd(ctx, query, db, limit, as_json):
     """Full-text search (title, abstract, keywords)."""
-    lib = _open(ctx, db)
+    lib = open_db(ctx, db)
     try:
         papers = lib.search(" ".join(query), limit=limit)
     finally:
@@ -182,7 +155,7 @@ def export_cmd(ctx, output, keys, allow_missing, fmt, collection, db):
     from assistant.service.library import LibraryManager
 
     wanted = [k.strip() for group in keys for k in group.split(",") if k.strip()] or None
-    lib = _open(ctx, db)
+    lib = open_db(ctx, db)
     try:
         mgr = LibraryManager(lib)
         col = mgr.collection(collection).id if collection else None
@@ -215,7 +188,7 @@ def remove_cmd(ctx, keys, db):
     Every key is looked up first: if one is not in the library nothing is removed (exit 1)."""
     from assistant.service.library import LibraryManager
 
-    lib = _open(ctx, db)
+    lib = open_db(ctx, db)
     try:
         found = [(key, _find(lib, key)) for key in keys]
         unknown = [key for key, paper in found if paper is None]
@@ -238,6 +211,3 @@ def _find(lib, key: str):
     if key.isdigit():
         return lib.get(int(key))
     return lib.get_by_citekey(key) or lib.get_by_doi(key)
-
-
-from assistant.cli import library_manage  # noqa: E402,F401  (registers edit, trash, ...)

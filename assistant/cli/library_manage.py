@@ -1,6 +1,6 @@
 """``assistant library edit|show|history|revert|trash|duplicates|collections|auto-export|attach|citekeys``.
 
-Registered on the ``library`` group of :mod:`assistant.cli.library`; every command is a
+Registered on the ``library`` group (:mod:`assistant.cli.library_group`); every command is a
 thin layer over :class:`assistant.service.library.LibraryManager`.
 """
 
@@ -12,14 +12,14 @@ import sys
 
 import click
 
-from assistant.cli.library import _open, db_option, library
+from assistant.cli.library_group import db_option, library, open_db
 from assistant.errors import AssistantError
 
 
 def _manager(ctx, db):
     from assistant.service.library import LibraryManager
 
-    return LibraryManager(_open(ctx, db))
+    return LibraryManager(open_db(ctx, db))
 
 
 def user_errors(func):

@@ -449,7 +449,7 @@ def train_intent(
         train_top_layers=train_top_layers,
     )
     if dump_logits:
-        from assistant.training.intent_distill import dump_teacher_logits
+        from assistant.training.intent import dump_teacher_logits
 
         # the best checkpoint, or the latest one of a run still in progress
         found = [p for p in (cfg.work_dir / "best.pt", cfg.work_dir / "last.pt") if p.is_file()]

@@ -13,6 +13,7 @@ Two scorers with the same interface ``score(texts) -> list[(probability, reasons
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -149,6 +150,16 @@ class ScoredSentence:
     reasons: list[str]
 
 
+_TOKEN = re.compile(r"[a-z][a-z\-]+|\d+")
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased unigrams and bigrams; numbers collapsed to <num> (the learned scorer's
+    vocabulary; its trainer, ``citeworthiness_train``, counts the same tokens)."""
+    words = ["<num>" if w.isdigit() else w for w in _TOKEN.findall(text.lower())]
+    return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
+
+
 def cue_vector(text: str) -> list[float]:
     """0/1 cue indicators (positive then negative) plus a length feature; used by both scorers."""
     vec = [1.0 if pat.search(text) else 0.0 for _, pat, _, _ in CUES]
@@ -201,8 +212,6 @@ class LearnedScorer:
         return cls(json.loads(p.read_text()))
 
     def score(self, texts: list[str]) -> list[ScoredSentence]:
-        from assistant.documents.citeworthiness_train import tokens
-
         n_vocab = len(self.vocab)
         reasons = self._cues.score(texts)
         out = []

@@ -10,30 +10,21 @@ model and for the cue scorer. Run::
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
 import sys
 from pathlib import Path
-
-_TOKEN = re.compile(r"[a-z][a-z\-]+|\d+")
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased unigrams and bigrams; numbers collapsed to <num>."""
-    words = ["<num>" if w.isdigit() else w for w in _TOKEN.findall(text.lower())]
-    return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
 
 
 def collect(pdf_dir: Path) -> list[tuple[str, str, int]]:
     """(paper, sentence without markers, label) for every body sentence of every PDF."""
+    from assistant.documents.markers import strip_markers
     from assistant.documents.pdf import parse_pdf
 
     rows = []
     for pdf in sorted(Path(pdf_dir).rglob("*.pdf")):
         doc = parse_pdf(pdf)
         for sent in doc.sentences():
-            text = sent.text_without_markers()
+            text = strip_markers(sent.text, sent.markers)
             if len(text.split()) >= 5:
                 rows.append((pdf.stem, text, int(bool(sent.markers))))
     return rows
@@ -44,7 +35,7 @@ def _features(texts, vectorizer=None):
     from scipy.sparse import csr_matrix, hstack
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from assistant.documents.citeworthiness import cue_vector
+    from assistant.documents.citeworthiness import cue_vector, tokens
 
     if vectorizer is None:
         vectorizer = TfidfVectorizer(

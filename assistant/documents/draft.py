@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from assistant.documents.markers import delatex as _delatex
-from assistant.documents.markers import find_markers, resolve_markers
+from assistant.documents.markers import find_markers, resolve_markers, strip_markers
 from assistant.documents.model import Document, DocumentError, Paragraph, Section, Sentence
 from assistant.documents.references import LABEL_RE, parse_reference
 from assistant.documents.sentences import split_sentences
@@ -288,5 +288,5 @@ def _plain_references(block: str) -> list:
 
 def sentence_plain_text(sentence: Sentence, fmt: str) -> str:
     """Sentence text without markers, LaTeX macros removed (for scoring and queries)."""
-    text = sentence.text_without_markers()
+    text = strip_markers(sentence.text, sentence.markers)
     return _delatex(text) if fmt == "latex" else re.sub(r"[*_`]+", "", text)

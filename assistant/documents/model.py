@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from assistant.bibwriter import braced, entry_text, names
 from assistant.errors import AssistantError
+from assistant.fold import fold
 
 
 class DocumentError(AssistantError):
@@ -39,10 +42,42 @@ class Reference:
         return self.authors[0].split(",")[0].strip() if self.authors else ""
 
     def to_bibtex(self, key: str | None = None) -> str:
-        """A BibTeX stub for an unmatched reference (what the user can add to the library)."""
-        from assistant.documents.references import reference_to_bibtex
-
-        return reference_to_bibtex(self, key)
+        """A BibTeX stub for an unmatched reference (what the user can add to the library):
+        @inproceedings when the venue looks like proceedings, else @article/@misc."""
+        if key is None:
+            last = re.sub(r"[^a-z]", "", fold(self.first_author_lastname).lower()) or "ref"
+            word = next(
+                (w for w in re.findall(r"[a-z]+", fold(self.title).lower()) if len(w) > 3), ""
+            )
+            key = f"{last}{self.year or ''}{word}"
+        venue = self.venue or ""
+        if re.search(
+            r"journal|transactions|trans\.|review|letters|magazine|\d+\s*,\s*\d+",
+            venue,
+            re.IGNORECASE,
+        ):
+            kind = "article"
+        elif re.search(r"proc|conference|workshop|symposium", venue, re.IGNORECASE) or re.search(
+            r"\b[A-Z]{3,}", venue
+        ):
+            # "Proceedings of ...", or a venue acronym ("NAACL", "SIGIR '19")
+            kind = "inproceedings"
+        else:
+            kind = "article" if venue and not self.arxiv_id else "misc"
+        fields = [
+            ("title", braced(self.title or self.raw[:200]) if self.title or self.raw else ""),
+            ("author", names(self.authors) if self.authors else ""),
+            ("year", braced(str(self.year)) if self.year else ""),
+            (
+                "booktitle" if kind == "inproceedings" else "journal",
+                braced(self.venue) if self.venue and kind != "misc" else "",
+            ),
+            ("doi", braced(self.doi, verbatim=True) if self.doi else ""),
+            ("eprint", braced(self.arxiv_id, verbatim=True) if self.arxiv_id else ""),
+            ("url", braced(self.url, verbatim=True) if self.url else ""),
+            ("note", braced(f"Parsed from: {self.raw}")),
+        ]
+        return entry_text(kind, key, [f for f in fields if f[1]]).rstrip("\n")
 
 
 @dataclass
@@ -77,11 +112,6 @@ class Sentence:
         for m in self.markers:
             out.extend(i for i in m.references if i not in out)
         return out
-
-    def text_without_markers(self) -> str:
-        from assistant.documents.markers import strip_markers
-
-        return strip_markers(self.text, self.markers)
 
 
 @dataclass

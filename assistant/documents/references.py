@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import re
 
-from assistant.bibwriter import braced, entry_text, names
 from assistant.documents.model import Reference
-from assistant.fold import fold
 
 DOI_RE = re.compile(
     r"(?:https?://(?:dx\.)?doi\.org/|doi:\s*|DOI:?\s*)?(10\.\d{4,9}/[^\s\"<>]+)", re.IGNORECASE
@@ -284,36 +282,3 @@ def _venue(rest: str) -> str:
         break
     venue = rest[:end]
     return _clean(re.sub(rf"\b{YEAR}\b.*$", "", venue) or venue)[:200]
-
-
-def reference_to_bibtex(ref: Reference, key: str | None = None) -> str:
-    """A BibTeX stub: @inproceedings when the venue looks like proceedings, else @article/@misc."""
-    if key is None:
-        last = re.sub(r"[^a-z]", "", fold(ref.first_author_lastname).lower()) or "ref"
-        word = next((w for w in re.findall(r"[a-z]+", fold(ref.title).lower()) if len(w) > 3), "")
-        key = f"{last}{ref.year or ''}{word}"
-    venue = ref.venue or ""
-    if re.search(
-        r"journal|transactions|trans\.|review|letters|magazine|\d+\s*,\s*\d+", venue, re.IGNORECASE
-    ):
-        kind = "article"
-    elif re.search(r"proc|conference|workshop|symposium", venue, re.IGNORECASE) or re.search(
-        r"\b[A-Z]{3,}", venue
-    ):
-        kind = "inproceedings"  # "Proceedings of ...", or a venue acronym ("NAACL", "SIGIR '19")
-    else:
-        kind = "article" if venue and not ref.arxiv_id else "misc"
-    fields = [
-        ("title", braced(ref.title or ref.raw[:200]) if ref.title or ref.raw else ""),
-        ("author", names(ref.authors) if ref.authors else ""),
-        ("year", braced(str(ref.year)) if ref.year else ""),
-        (
-            "booktitle" if kind == "inproceedings" else "journal",
-            braced(ref.venue) if ref.venue and kind != "misc" else "",
-        ),
-        ("doi", braced(ref.doi, verbatim=True) if ref.doi else ""),
-        ("eprint", braced(ref.arxiv_id, verbatim=True) if ref.arxiv_id else ""),
-        ("url", braced(ref.url, verbatim=True) if ref.url else ""),
-        ("note", braced(f"Parsed from: {ref.raw}")),
-    ]
-    return entry_text(kind, key, [f for f in fields if f[1]]).rstrip("\n")

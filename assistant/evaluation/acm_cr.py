@@ -17,11 +17,13 @@ ranker's feature rows of every query (``training.ranker`` fits and cross-validat
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from assistant.documents.abbreviations import find_abbreviations
 from assistant.evaluation.acm_cr_data import (
+    CitingPaper,
+    EvalQuery,
     build_queries,
     load_collection,
     read_blacklist,
@@ -116,6 +118,78 @@ def protocol_config(config, others, candidates: int = 100, depth: int = 100):
     )
 
 
+@dataclass
+class ProtocolSetup:
+    """What every run of the ACM-CR protocol sets up before its first query (``eval acm-cr``,
+    ``tools/eval_chips.py``, ``tools/eval_reranker.py``, ``tools/intent_need_eval.py``): the
+    citing papers, the blacklist, the candidates of the library and the abbreviations each citing
+    paper defines. Built by :func:`protocol_setup`."""
+
+    papers_dir: Path
+    papers: list[CitingPaper]
+    blacklist: Path | None  # the blacklist file read (None: none found, every paper may win)
+    by_doi: dict[str, int]  # the protocol's candidates: {DOI: library paper id}
+    others: set[int]  # every other library paper: left out of every run
+    abbreviations: dict[str, tuple]  # {citing paper id: the (short, long) pairs it defines}
+
+    @property
+    def doi_of(self) -> dict[int, str]:
+        """``{candidate paper id: DOI}``: a ranked id back to the protocol's answer key."""
+        return {pid: doi for doi, pid in self.by_doi.items()}
+
+    def queries(self, levels=LEVELS, limit: int | None = None) -> list[EvalQuery]:
+        """The dev queries of ``levels`` that cite at least one candidate (the first ``limit``)."""
+        queries = [q for q in build_queries(self.papers, tuple(levels)) if self.relevant(q)]
+        return queries[:limit] if limit else queries
+
+    def relevant(self, q: EvalQuery) -> set[str]:
+        """The DOIs ``q`` cites that are candidates (its relevant documents)."""
+        return q.cited_dois & self.by_doi.keys()
+
+    def query(self, q: EvalQuery, variant: str):
+        """The product's ``Query`` of ``q`` under a protocol variant (:func:`protocol_query`)."""
+        return protocol_query(q, variant, self.abbreviations.get(q.paper, ()))
+
+    def run_config(self, config, candidates: int = 100, depth: int = 100):
+        """``config`` as the protocol runs it (:func:`protocol_config`)."""
+        return protocol_config(config, self.others, candidates=candidates, depth=depth)
+
+    def keep_candidates(self, ids: set[int]) -> None:
+        """Only the candidates among ``ids`` stay candidates; the rest join ``others``."""
+        self.others |= {pid for pid in self.by_doi.values() if pid not in ids}
+        self.by_doi = {doi: pid for doi, pid in self.by_doi.items() if pid in ids}
+
+
+def protocol_setup(
+    library,
+    papers_dir: Path | str,
+    *,
+    blacklist: Path | str | None = None,
+    pdf_meta: bool = False,
+    abbreviations: bool = True,
+) -> ProtocolSetup:
+    """Set up the ACM-CR protocol on ``library`` for the citing papers under ``papers_dir``.
+
+    ``blacklist``: the file of DOIs that are never candidates (default: ``blacklist.txt`` in
+    ``papers_dir`` or one of the two folders above it). ``pdf_meta``: read each citing paper's
+    authors and year from its PDF (the ``product`` variant needs them). ``abbreviations``: collect
+    the abbreviations each citing paper defines (enhanced and product queries expand them)."""
+    papers_dir = Path(papers_dir)
+    bl_path = Path(blacklist) if blacklist else _find_blacklist(papers_dir)
+    by_doi, others = candidate_map(library, read_blacklist(bl_path))
+    papers = load_collection(papers_dir)
+    if pdf_meta:
+        read_pdf_meta(papers)
+    return ProtocolSetup(
+        papers_dir=papers_dir,
+        papers=papers,
+        blacklist=bl_path,
+        by_doi=by_doi,
+        others=others,
+        abbreviations=abbreviations_by_paper(papers) if abbreviations else {},
+    )
+
+
 def evaluate_acm_cr(
     papers_dir: Path | str,
     library,
@@ -144,12 +218,15 @@ def evaluate_acm_cr(
     # long: the ACM-CR protocol (levels x variants x stages, latency, run files) read top to bottom
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
 
-    papers_dir = Path(papers_dir)
     config = config or (recommender.config if recommender else PipelineConfig())
-    bl_path = Path(blacklist) if blacklist else _find_blacklist(papers_dir)
-    bl = read_blacklist(bl_path)
-    by_doi, others = candidate_map(library, bl)
-    if not by_doi:
+    setup = protocol_setup(
+        library,
+        papers_dir,
+        blacklist=blacklist,
+        pdf_meta="product" in variants,
+        abbreviations=abbreviations,
+    )
+    if not setup.by_doi:
         raise ValueError(
             f"the library {getattr(library, 'path', '')} has no candidates "
             "(@article/@inproceedings records with a DOI)"
@@ -158,18 +235,10 @@ def evaluate_acm_cr(
     if covered_only:
         import numpy as np
 
-        covered = set(np.load(recommender.searcher.paths.dense / "ids.npy").tolist())
-        others |= {pid for pid in by_doi.values() if pid not in covered}
-        by_doi = {doi: pid for doi, pid in by_doi.items() if pid in covered}
-    doi_of = {pid: doi for doi, pid in by_doi.items()}
-    papers = load_collection(papers_dir)
-    if "product" in variants:
-        read_pdf_meta(papers)
-    queries = [q for q in build_queries(papers, tuple(levels)) if q.cited_dois & by_doi.keys()]
-    defined = abbreviations_by_paper(papers) if abbreviations else {}
-    if limit:
-        queries = queries[:limit]
-    run_config = protocol_config(config, others, candidates=max(config.candidates, 100))
+        setup.keep_candidates(set(np.load(recommender.searcher.paths.dense / "ids.npy").tolist()))
+    doi_of, bl_path = setup.doi_of, setup.blacklist
+    queries = setup.queries(levels, limit)
+    run_config = setup.run_config(config, candidates=max(config.candidates, 100))
     use_dense = config.use_dense and recommender.searcher.has_dense
     stages = (["bm25"] if config.use_bm25 else []) + (["dense"] if use_dense else [])
     stages += (["fused"] if len(stages) == 2 else []) + (["ranked"] if config.ranker else [])
@@ -180,8 +249,8 @@ def evaluate_acm_cr(
     total, done = len(queries) * len(variants), 0
     for variant in variants:
         for q in queries:
-            relevant = q.cited_dois & by_doi.keys()
-            query = protocol_query(q, variant, defined.get(q.paper, ()))
+            relevant = setup.relevant(q)
+            query = setup.query(q, variant)
             t = time.perf_counter()
             pre = recommender.prefilter(query, run_config)
             latency["prefilter"].append((time.perf_counter() - t) * 1000)
@@ -237,7 +306,7 @@ def evaluate_acm_cr(
         "queries": {},
         "config": _config_dict(run_config),
         "covered_only": covered_only,
-        "candidates": len(by_doi),
+        "candidates": len(setup.by_doi),
         "blacklist": str(bl_path) if bl_path else None,
         "warnings": []
         if bl_path
@@ -266,7 +335,7 @@ def evaluate_acm_cr(
                 )
             )
         for level in {q.level for q in queries}:
-            qrels = {q.qid: q.cited_dois & by_doi.keys() for q in queries if q.level == level}
+            qrels = {q.qid: setup.relevant(q) for q in queries if q.level == level}
             files.append(str(write_trec_qrels(run_dir / f"{level}.qrels", qrels)))
         result["run_files"] = sorted(files)
     return result

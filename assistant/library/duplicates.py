@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from rapidfuzz import fuzz
 
 from assistant import faults
-from assistant.library.editing import snapshot
 from assistant.library.groups import LibraryEditError
 from assistant.library.models import Paper
+from assistant.library.rows import snapshot
 from assistant.library.store import merge_papers
 
 #: token-sort ratio (0-100) above which two titles of the same year and first author are one work

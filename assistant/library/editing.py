@@ -26,23 +26,8 @@ from assistant.library.normalize import (
     split_authors,
     split_keywords,
 )
+from assistant.library.rows import CORE_FIELDS, SNAPSHOT_FIELDS, snapshot
 
-#: The paper's own columns a user may edit; any other name is a BibTeX field kept in ``extra``.
-CORE_FIELDS = (
-    "citekey",
-    "entry_type",
-    "title",
-    "authors",
-    "editors",
-    "year",
-    "venue",
-    "doi",
-    "arxiv_id",
-    "url",
-    "pdf_path",
-    "keywords",
-    "abstract",
-)
 #: BibTeX names accepted for the core fields (``journal``/``booktitle`` edit the venue).
 ALIASES = {
     "author": "authors",
@@ -57,7 +42,6 @@ ALIASES = {
     "keyword": "keywords",
 }
 _FIELD_NAME = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
-_SNAPSHOT = (*CORE_FIELDS, "extra", "pinned", "deleted_at")
 
 
 class FieldError(LibraryEditError):
@@ -84,11 +68,6 @@ class HistoryEntry:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def snapshot(paper: Paper) -> dict:
-    """Every stored field of ``paper`` as plain JSON values."""
-    return {name: getattr(paper, name) for name in _SNAPSHOT}
 
 
 def validate(name: str, value) -> tuple[str, object]:
@@ -233,7 +212,7 @@ def history(lib, paper_id: int) -> list[HistoryEntry]:
 
 def _flat(snap: dict) -> dict:
     """A snapshot with each ``extra`` field as its own ``extra.NAME`` entry (field-level diffs)."""
-    out = {k: snap.get(k) for k in _SNAPSHOT if k != "extra"}
+    out = {k: snap.get(k) for k in SNAPSHOT_FIELDS if k != "extra"}
     out.update({f"extra.{k}": v for k, v in (snap.get("extra") or {}).items()})
     return out
 

@@ -158,7 +158,7 @@ def export_bibtex(
         raise LibraryEditError(f"unknown export format '{fmt}' (use one of {', '.join(FORMATS)})")
     missing: list[str] = []
     if citekeys is None and ids is None:
-        papers: list[Paper] = list(library.iter_papers())
+        papers: list[Paper] = list(library.iter_papers(with_record=False))  # no record text
     else:
         selected: list[Paper] = library.get_many(ids or [])
         for key in citekeys or []:

@@ -103,6 +103,13 @@ class PaperStore:
                 yield paper_from_row(row)
             last = rows[-1][0]
 
+    def paper_ids(self) -> list[int]:
+        """Ids of the papers outside the trash, ascending."""
+        return [
+            r[0]
+            for r in self.conn.execute("SELECT id FROM papers WHERE deleted_at IS NULL ORDER BY id")
+        ]
+
     def trashed_ids(self) -> list[int]:
         """Ids of the papers in the trash."""
         return [

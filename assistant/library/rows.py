@@ -1,5 +1,6 @@
 """How a paper is stored in a row of ``papers``: the columns read, JSON columns, content hashes,
-and the field-by-field merge of two records of one work (pure functions, no connection)."""
+the field-by-field merge of two records of one work and the snapshot a history event keeps of a
+paper (pure functions, no connection)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,24 @@ PAPER_COLUMNS = (
     "id, citekey, entry_type, doi, arxiv_id, title, abstract, authors, year, venue, keywords, url, "
     "pdf_path, source_file, extra, added_at, updated_at, editors, deleted_at, pinned"
 )
+#: The paper's own columns a user may edit; any other name is a BibTeX field kept in ``extra``.
+CORE_FIELDS = (
+    "citekey",
+    "entry_type",
+    "title",
+    "authors",
+    "editors",
+    "year",
+    "venue",
+    "doi",
+    "arxiv_id",
+    "url",
+    "pdf_path",
+    "keywords",
+    "abstract",
+)
+#: what a history event records of a paper (editing, merging; ``editing.revert`` reads it back)
+SNAPSHOT_FIELDS = (*CORE_FIELDS, "extra", "pinned", "deleted_at")
 #: a paper row and its first original record text (``paper_from_row`` reads it)
 SELECT = (
     f"SELECT {', '.join('p.' + c.strip() for c in PAPER_COLUMNS.split(','))}, "
@@ -109,3 +128,8 @@ def merge_papers(old: Paper, new: Paper) -> Paper:
     merged.keywords = list(old.keywords) + [k for k in new.keywords if k.lower() not in seen]
     merged.extra = {**new.extra, **old.extra}
     return merged
+
+
+def snapshot(paper: Paper) -> dict:
+    """Every stored field of ``paper`` as plain JSON values (a history event's before/after)."""
+    return {name: getattr(paper, name) for name in SNAPSHOT_FIELDS}

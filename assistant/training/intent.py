@@ -30,6 +30,7 @@ from assistant.progress import Progress, ProgressEvent, no_progress
 from assistant.training.common import safe_torch_load
 from assistant.training.intent_calibration import cv_bias_gain, fit_class_bias, fit_temperature
 from assistant.training.intent_card import ship_int8_only, write_model_card
+from assistant.training.intent_distill import load_teacher_logits, soft_target_loss, text_key
 
 __all__ = [
     "IntentTrainConfig",
@@ -303,8 +304,6 @@ def train(
     dev_y = np.array([e.label for e in dev_set])
     soft = None
     if cfg.teacher_logits:
-        from assistant.training.intent_distill import load_teacher_logits
-
         soft = torch.tensor(load_teacher_logits(cfg.teacher_logits, [e.text for e in train_set]))
     aux_w = torch.tensor([cfg.aux_weight if e.aux else 1.0 for e in train_set])
 
@@ -354,8 +353,6 @@ def train(
             logits = model(enc["input_ids"], enc["attention_mask"])[0]
             per = torch.nn.functional.cross_entropy(logits, y, reduction="none")
             if soft is not None:
-                from assistant.training.intent_distill import soft_target_loss
-
                 per = (1 - cfg.distill_alpha) * per + cfg.distill_alpha * soft_target_loss(
                     logits, soft[batch], cfg.distill_temperature
                 )
@@ -539,3 +536,31 @@ def finish(
         write_model_card(cfg.out_dir, summary)
         progress(ProgressEvent(0, None, "export", f"exported to {cfg.out_dir}"))
     return summary
+
+
+def dump_teacher_logits(
+    cfg, checkpoint: Path, out_path: Path, progress: Progress = no_progress
+) -> Path:
+    """Run the teacher (``cfg.base_model`` + ``checkpoint`` weights) over the training texts."""
+    import torch
+    from transformers import AutoTokenizer
+
+    torch.set_num_threads(cfg.threads)
+    model, base_path = _build_model(cfg)
+    ck = safe_torch_load(checkpoint)
+    model.load_state_dict(ck.get("model", ck))
+    tokenizer = AutoTokenizer.from_pretrained(str(base_path), local_files_only=True)
+    texts = [e.text for e in training_examples(cfg)]
+    progress(
+        ProgressEvent(
+            0, len(texts), "teacher", f"teacher logits for {len(texts)} texts from {checkpoint}"
+        )
+    )
+    logits = predict_logits(model, tokenizer, texts, cfg.max_length, batch_size=32)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(out_path.name + ".tmp.npz")
+    np.savez(tmp, keys=np.array([text_key(t) for t in texts]), logits=logits)
+    tmp.replace(out_path)
+    progress(ProgressEvent(len(texts), len(texts), "teacher", f"wrote {out_path}"))
+    return out_path

@@ -168,6 +168,55 @@ def test_a_missing_mpnet_weight_is_one_instruction_line(fast_env, monkeypatch, t
     assert not tier_paths(fast_env["ASSISTANT_DB"], "best").meta.exists()
 
 
+class HashEncoder:
+    """A stand-in encoder (vectors from a hash of the text) that counts what it embeds."""
+
+    name, dim, max_length, fingerprint = "hash", 8, 8, "hash:fp32:0:L8"
+
+    def __init__(self) -> None:
+        self.embedded = 0
+
+    def encode(self, texts, batch_size=None, progress=None):
+        self.embedded += len(texts)
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:32], np.uint8) for t in texts]
+        vectors = np.asarray(rows, np.float32).reshape(len(texts), 4, 8).sum(axis=1) + 1.0
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_another_encoders_index_is_embedded_ahead_then_written_beside(fast_env, tmp_path):
+    """The side index of another encoder: its papers embedded into its own pending chunks
+    (outside the folder's lock), then written from them with nothing embedded twice; the
+    folder's own dense index is never touched, the BM25 index is shared."""
+    from assistant.retrieval.index import build_index
+    from assistant.retrieval.index_ahead import embed_ahead
+    from assistant.retrieval.index_layout import IndexPaths, dense_state
+    from assistant.retrieval.searcher import Searcher
+    from assistant.service import open_library
+
+    db = tmp_path / "library.sqlite"
+    shutil.copy2(fast_env["ASSISTANT_DB"], db)
+    root = db.with_name(db.name + ".index")
+    shutil.copytree(Path(fast_env["ASSISTANT_DB"] + ".index"), root)
+    own = _digest(root / "dense" / "vectors.npy"), _digest(root / "meta.json")
+    side, encoder = IndexPaths(root, "hash"), HashEncoder()
+    library = open_library(db)
+    try:
+        texts = len({paper.encoder_text() for paper in library.iter_papers()})  # 175: one twin
+        assert embed_ahead(library, encoder, side, chunk_size=50) == texts
+        assert len(list(side.pending.glob("chunk-*.npz"))) == -(-texts // 50)
+        assert dense_state(side, "x", texts) == (False, "100% built")
+        assert embed_ahead(library, encoder, side) == 0
+        report = build_index(library, encoder, index_dir=side)
+        assert (report.added, report.resumed, encoder.embedded) == (176, texts, texts)
+        searcher = Searcher.open(library, encoder=encoder, index_dir=side)
+        assert searcher.faiss_index.d == 8 and searcher.paths.bm25 == root / "bm25"
+        assert not report.bm25_rebuilt  # the library's BM25 index was current: shared
+    finally:
+        library.close()
+    assert (_digest(root / "dense" / "vectors.npy"), _digest(root / "meta.json")) == own
+    assert side.read_meta()["count"] == 176 and side.read_meta()["dim"] == 8
+
+
 def test_the_language_server_honours_its_initialization_option(fast_home, tmp_path):
     """``--quality best`` on the command line, ``{"quality": "fast"}`` from the editor: the
     editor's option wins (no mpnet index is built); an unknown value is a warning."""

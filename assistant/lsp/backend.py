@@ -276,6 +276,10 @@ class Backend:
         if self._svc is not None:
             self._svc.on_change(listener)
 
+    def serving_tier(self) -> str:
+        """The quality tier whose index answers now ("" before the models are loaded)."""
+        return self._svc.serving_tier() if self._svc is not None else ""
+
     def describe(self) -> str:
         """The one status line: papers, encoder + reranker, device, quality tier and why."""
         return self._svc.status().describe() if self._svc is not None else "not loaded"

@@ -59,6 +59,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self.keys: completion.KeyIndex | None = None
         self.state = "starting"
         self.state_message = ""
+        self._serving_tier = ""  # the quality tier whose index made the cached lists
         self.bibs = bibfiles.BibCache(self._open_bib_text)
         self.rec_cache = completion.RecommendationCache(cache_size)
         self.missing: dict[str, list[diagnostics.MissingMark]] = {}
@@ -259,7 +260,10 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
     def _tier_changed(self) -> None:
         """The quality tier switched or its background build progressed: say so."""
         if self.state == "ready":
-            self.rec_cache.clear()  # lists made by the other tier's index
+            tier = self.backend.serving_tier()
+            if self._serving_tier and tier != self._serving_tier:
+                self.rec_cache.clear()  # lists made from the other tier's index
+            self._serving_tier = tier
             self._status("ready", self.backend.describe())
 
     async def _load_models(self) -> None:

@@ -155,7 +155,10 @@ def build_index(
     papers still lack a vector, and the next run continues.
     """
     paths = IndexPaths.of(index_dir) if index_dir else IndexPaths(index_dir_for(library.path))
-    with index_lock(paths.root, cancelled=cancelled, progress=progress):
+    with contextlib.ExitStack() as locks:
+        if paths.encoder_key:  # another encoder's index: its own lock first (index_ahead)
+            locks.enter_context(index_lock(paths.dense_root, cancelled=cancelled))
+        locks.enter_context(index_lock(paths.root, cancelled=cancelled, progress=progress))
         return _build_index(
             library,
             encoder,

@@ -291,6 +291,11 @@ class Service(TierMixin):
             for paths in (tier_paths(self.db_path, FAST), tier_paths(self.db_path, BEST))
         )
 
+    def serving_tier(self) -> str:
+        """The quality tier whose index the open snapshot reads ("" before one is open)."""
+        snapshot = self._snapshot
+        return snapshot.tier if snapshot is not None else ""
+
     @property
     def ready(self) -> bool:
         """Whether a committed index is open for recommending."""

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 from assistant.config import index_dir_for
 from assistant.errors import AssistantError, Cancelled
 from assistant.progress import ProgressEvent
-from assistant.retrieval.index import IndexReport, build_index
+from assistant.retrieval.index import IndexBusyError, IndexReport, build_index
+from assistant.retrieval.index_ahead import embed_ahead
 from assistant.retrieval.index_layout import IndexPaths, dense_state, versions_digest
 
 if TYPE_CHECKING:
@@ -265,15 +266,20 @@ class TierBuilder:
                     return
                 try:
                     self._build(encoder, self._progress, self._cancelled)
+                    finished = True
                 except Cancelled:
                     continue  # a job wanted the lock (or the service closes): resume after it
+                except IndexBusyError:  # another program's long index job
+                    finished = False
                 except AssistantError as exc:
                     log.warning("building the best tier's index failed: %s", exc)
                     self._failed(str(exc))
                     return
-                self.fraction = 1.0
-                self._done()
-                return
+                if finished:
+                    self.fraction = 1.0
+                    self._done()
+                    return
+            self._stop.wait(5.0)  # try again later, the job lock free meanwhile
 
     def describe(self) -> str:
         if self.fraction is None:
@@ -335,13 +341,27 @@ class TierMixin:
         return True
 
     def _build_tier(self, tier: str, encoder: Encoder, progress, cancelled) -> IndexReport:
+        """The embedding first, outside the index folder's lock (other programs' index jobs
+        go on meanwhile), then the index written from the saved chunks."""
+        paths = tier_paths(self.db_path, tier)
+        batch = self.settings.index_batch_size or 32
+        if paths.encoder_key:
+            embed_ahead(
+                self.library,
+                encoder,
+                paths,
+                progress,
+                chunk_size=BACKGROUND_CHUNK,
+                batch_size=batch,
+                cancelled=cancelled,
+            )
         return build_index(
             self.library,
             encoder,
             progress,
-            index_dir=tier_paths(self.db_path, tier),
+            index_dir=paths,
             chunk_size=BACKGROUND_CHUNK,
-            batch_size=self.settings.index_batch_size or 32,
+            batch_size=batch,
             cancelled=cancelled,
         )
 

@@ -236,7 +236,7 @@ def recommend(
     as_json,
 ):
     """Recommend papers from the library for TEXT (a citation context, paragraph, or nothing + --title/--abstract)."""
-    from assistant.service import parse_intent_preference, query_for_text
+    from assistant.service import RequestOptions, parse_intent_preference, query_for_text
 
     if k <= 0:
         raise click.BadParameter("must be positive", param_hint="-k")
@@ -265,8 +265,6 @@ def recommend(
             query = _manuscript_query(
                 service, doc, span, mode, title, abstract, authors, year, context
             )
-        from assistant.service import RequestOptions
-
         overrides = {"fusion": fusion} if fusion else {}
         setup = service.default_config(  # the set-up: the settings and these stage options
             candidates=max(candidates, k), use_dense=not no_dense, use_bm25=not no_bm25, **overrides
@@ -280,26 +278,31 @@ def recommend(
             k=k, max_year=max_year, intent_preference=preference, collection_ids=collection_ids
         )
         result = service.recommend(query, setup, request=request)
-        tier = service.tier()
-        encoder = service.recommender.encoder
+        quality = _quality_view(service)
     finally:
         service.close()
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
-    if tier.building:
-        click.echo(f"note: {tier.reason}: run `assistant index --quality {tier.wanted}`", err=True)
     if as_json:
-        data = result_to_dict(result, bibtex=bibtex)
-        data["quality"] = {
-            "asked": tier.quality,
-            "tier": tier.active,
-            "reason": tier.reason,
-            "encoder": getattr(encoder, "name", None),
-            "dim": getattr(encoder, "dim", None),
-        }
+        data = {**result_to_dict(result, bibtex=bibtex), "quality": quality}
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         _echo_result(result, preference, bibtex)
+
+
+def _quality_view(service) -> dict:
+    """The quality tier that answered (JSON), with a note on stderr when the wanted tier's
+    index is still to be built."""
+    tier, encoder = service.tier(), service.recommender.encoder
+    if tier.building:
+        click.echo(f"note: {tier.reason}: run `assistant index --quality {tier.wanted}`", err=True)
+    return {
+        "asked": tier.quality,
+        "tier": tier.active,
+        "reason": tier.reason,
+        "encoder": getattr(encoder, "name", None),
+        "dim": getattr(encoder, "dim", None),
+    }
 
 
 def _echo_result(result, preference: str | None, bibtex: bool) -> None:

@@ -44,7 +44,7 @@ from assistant.gui.recommend import RecommendController
 from assistant.gui.results_panel import ResultsPanel
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
-from assistant.service import MODES, Service, ServiceSettings
+from assistant.service import MODES, QUALITIES, Service, ServiceSettings
 
 #: papers per embedding batch in the GUI: Cancel acts between batches (about a second on a CPU)
 INDEX_BATCH = 8
@@ -159,7 +159,7 @@ class MainWindow(QMainWindow):
             use_intent=s.use_intent,
             authors=tuple(n.strip() for n in s.my_names.split(";") if n.strip()),
             index_batch_size=INDEX_BATCH,
-            quality=s.quality,
+            quality=s.quality if s.quality in QUALITIES else "auto",  # a hand-edited gui.ini
             background=True,  # the other tier's index is built beside, never blocking
         )
 

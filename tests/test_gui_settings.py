@@ -38,6 +38,28 @@ def test_settings_roundtrip(qtbot, isolated_home):
     assert out.k == 12 and out.device == "auto" and out.library_path == settings.library_path
 
 
+def test_quality_is_a_setting_the_cli_and_the_language_server_read(qtbot, isolated_home):
+    """Settings → Quality is saved in gui.ini, where `assistant` and `assistant lsp` find it
+    (issue 36); the window's engine gets it and builds the other tier in the background."""
+    from assistant.config import quality_setting
+    from assistant.gui.main_window import MainWindow
+
+    dialog = SettingsDialog(AppSettings())
+    qtbot.addWidget(dialog)
+    assert dialog.quality_box.currentText() == "auto"
+    assert [dialog.quality_box.itemText(i) for i in range(3)] == ["auto", "fast", "best"]
+    dialog.quality_box.setCurrentText("best")
+    settings = dialog.result_settings()
+    assert settings.quality == "best"
+    save_settings(settings)
+    assert load_settings().quality == "best"
+    assert quality_setting() == "best"
+    win = MainWindow(load_settings())
+    win.quiet_close = True
+    qtbot.addWidget(win)
+    assert (win.engine.settings.quality, win.engine.settings.background) == ("best", True)
+
+
 def test_bib_file_remembered_per_manuscript(tmp_path):
     draft = tmp_path / "paper.tex"
     draft.write_text("x")

@@ -13,6 +13,7 @@ import logging
 import click
 
 from assistant import __version__
+from assistant.cli.options import QUALITIES, QUALITY_HELP
 from assistant.errors import AssistantError, Cancelled
 from assistant.logs import configure_logging
 
@@ -116,14 +117,22 @@ BULK_COMMANDS = {"index", "train", "eval", "bench"}
     default=None,
     help="Library database file (default: $ASSISTANT_DB or the user data dir).",
 )
+@click.option(
+    "--quality",
+    type=click.Choice(QUALITIES),
+    envvar="ASSISTANT_QUALITY",
+    default=None,
+    help=QUALITY_HELP.replace("the global --quality, ", ""),
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log debug messages to stderr.")
 @click.version_option(__version__, prog_name="assistant")
 @click.pass_context
-def main(ctx: click.Context, db_path: str | None, verbose: bool) -> None:
+def main(ctx: click.Context, db_path: str | None, quality: str | None, verbose: bool) -> None:
     """Cite-Assist: recommend citations from your own library, offline."""
     configure_logging(verbose, logging.INFO)
     ctx.ensure_object(dict)
     ctx.obj["db_path"] = db_path
+    ctx.obj["quality"] = quality
     if ctx.invoked_subcommand in BULK_COMMANDS:  # the GUI and `lsp` tokenise on one thread
         from assistant.service.models import allow_parallel_tokenization
 
@@ -181,6 +190,15 @@ def resolve_db_path(ctx: click.Context, db_path: str | None = None):
     root = ctx.find_root()
     global_db = (root.obj or {}).get("db_path") if root.obj else None
     return Path(global_db) if global_db else default_db_path()
+
+
+def resolve_quality(ctx: click.Context, quality: str | None = None) -> str:
+    """The quality tier for a command: its own ``--quality``, else the global one (or
+    ``$ASSISTANT_QUALITY``), else the app's saved Settings, else ``auto``."""
+    from assistant.config import quality_setting
+
+    root = ctx.find_root()
+    return quality_setting(quality or ((root.obj or {}).get("quality") if root.obj else None))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -228,8 +228,9 @@ def bench_query(
 ):
     """Latency (p50/p95) of one recommendation, indexing throughput and memory."""
     _require_psutil()
-    from assistant.cli import resolve_db_path
+    from assistant.cli import resolve_db_path, resolve_quality
 
+    os.environ["ASSISTANT_QUALITY"] = resolve_quality(ctx)  # the global --quality: this tier
     if device != "auto":
         os.environ["ASSISTANT_DEVICE"] = device  # read by every model load of this process
     papers = Path(papers_dir) if papers_dir else None

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from assistant.cli.options import db_option
+from assistant.cli.options import db_option, quality_option
 
 
 @click.command("lsp")
@@ -35,6 +35,7 @@ from assistant.cli.options import db_option
     show_default=True,
     help="Recommendation lists kept per sentence (0: recompute every time, for benchmarks).",
 )
+@quality_option()
 @click.option(
     "--log-file",
     type=click.Path(dir_okay=False),
@@ -43,12 +44,20 @@ from assistant.cli.options import db_option
 )
 @click.pass_context
 def lsp(
-    ctx: click.Context, db_path, stdio: bool, no_recommend: bool, cache_size: int, log_file
+    ctx: click.Context,
+    db_path,
+    stdio: bool,
+    no_recommend: bool,
+    cache_size: int,
+    quality: str | None,
+    log_file,
 ) -> None:
     """Language server for LaTeX and Markdown: citation completion, hover, diagnostics,
     go to definition and code actions in any LSP editor (see docs/EDITORS.md).
 
-    It speaks LSP over stdin/stdout (``--stdio``, which editors pass, is that default)."""
+    It speaks LSP over stdin/stdout (``--stdio``, which editors pass, is that default). The
+    editor's ``initializationOptions`` may set ``{"quality": "auto|fast|best"}``, which wins
+    over ``--quality``."""
     from assistant.cli import resolve_db_path
 
     if log_file:
@@ -66,8 +75,12 @@ def lsp(
 
     from assistant.lsp.server import create_server
 
+    root = ctx.find_root().obj or {}
     server = create_server(
-        resolve_db_path(ctx, db_path), recommend=not no_recommend, cache_size=cache_size
+        resolve_db_path(ctx, db_path),
+        recommend=not no_recommend,
+        cache_size=cache_size,
+        quality=quality or root.get("quality"),  # else $ASSISTANT_QUALITY, Settings, auto
     )
     try:
         server.start_io(sys.stdin.buffer, protocol_out)

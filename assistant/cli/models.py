@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from assistant.cli.options import quality_option
 from assistant.cli.progress import command_progress
 from assistant.service.models import BUILDERS
 
@@ -174,10 +175,20 @@ def _declared_pooling(src: Path) -> str | None:
     "--all",
     "all_models",
     is_flag=True,
-    help="One line per model the product loads (encoder, reranker, intent): the device each uses.",
+    help="One line per model the product loads (encoder, reranker, intent): the device each uses, "
+    "after the quality tier in use and why.",
 )
+@quality_option()
+@click.pass_context
 def info_cmd(
-    name: str | None, device: str, precision: str, as_json: bool, yes: bool, all_models: bool
+    ctx: click.Context,
+    name: str | None,
+    device: str,
+    precision: str,
+    as_json: bool,
+    yes: bool,
+    all_models: bool,
+    quality: str | None,
 ) -> None:
     """Load a model (default: the minilm encoder) and report device, provider and precision.
 
@@ -191,7 +202,9 @@ def info_cmd(
     )
 
     if all_models:
-        _info_all(device, as_json)
+        from assistant.cli import resolve_db_path, resolve_quality
+
+        _info_all(device, as_json, resolve_db_path(ctx), resolve_quality(ctx, quality))
         return
     name = name or DEFAULT_ENCODER
     try:
@@ -277,15 +290,23 @@ def _echo_info(model, data: dict) -> None:
         click.echo(f"  CUDA unavailable: {problem}")
 
 
-def _info_all(device: str, as_json: bool) -> None:
-    """Load the product's models as a recommendation does; one line per model."""
-    from assistant.service.models import cuda_problems, model_runtimes
+def _info_all(device: str, as_json: bool, db_path, quality: str) -> None:
+    """The quality tier of the library in use (and why), then the product's models loaded as a
+    recommendation does; one line per model."""
+    from assistant.service.models import cuda_problems, model_runtimes, quality_tier
 
-    rows = model_runtimes(device)
+    tier = quality_tier(db_path, quality, device)
+    rows = model_runtimes(device, tier.encoder)
     problems = cuda_problems() if device == "cuda" else []
     if as_json:
-        click.echo(json.dumps({"models": rows, "cuda_problems": problems}, indent=2))
+        quality_data = {"asked": tier.quality, "tier": tier.active, "reason": tier.reason}
+        click.echo(
+            json.dumps(
+                {"quality": quality_data, "models": rows, "cuda_problems": problems}, indent=2
+            )
+        )
         return
+    click.echo(f"quality   {tier.reason}")
     for row in rows:
         click.echo(
             f"{row['role']:<9} {row['name']:<18} {row['device']:<5} {row['precision']:<5} "

@@ -5,9 +5,23 @@ from __future__ import annotations
 import click
 
 DB_HELP = "Library DB (default: global --db)."
+#: the quality tiers (``assistant.service.quality.QUALITIES``; kept here so that `--help` loads
+#: no model code, tests/test_quality.py checks they agree)
+QUALITIES = ("auto", "fast", "best")
+QUALITY_HELP = (
+    "Quality tier: fast = MiniLM encoder; best = all-mpnet-base-v2 dense index (reranker stays "
+    "the MiniLM cross-encoder); auto = best when CUDA runs and the mpnet index is current, else "
+    "fast (default: the global --quality, $ASSISTANT_QUALITY, the app's Settings, auto)."
+)
 
 
 def db_option(help: str = DB_HELP, name: str = "db"):
     """``--db FILE``: this command's library (else the global ``assistant --db``/``$ASSISTANT_DB``;
     see :func:`assistant.cli.resolve_db_path`)."""
     return click.option("--db", name, type=click.Path(dir_okay=False), default=None, help=help)
+
+
+def quality_option():
+    """``--quality auto|fast|best`` for this command (else the global one; see
+    :func:`assistant.cli.resolve_quality`)."""
+    return click.option("--quality", type=click.Choice(QUALITIES), default=None, help=QUALITY_HELP)

@@ -7,18 +7,18 @@ import sys
 
 import click
 
-from assistant.cli.options import db_option
+from assistant.cli.options import db_option, quality_option
 from assistant.cli.progress import command_progress
 from assistant.service import INDEX_KINDS, EmptyQueryError
 
 
-def _service(ctx: click.Context, db: str | None, **settings):
+def _service(ctx: click.Context, db: str | None, quality: str | None = None, **settings):
     """The application service over the command's library (which must exist)."""
-    from assistant.cli import resolve_db_path
+    from assistant.cli import resolve_db_path, resolve_quality
     from assistant.service import Service, ServiceSettings, require_library
 
     path = require_library(resolve_db_path(ctx, db))
-    return Service(ServiceSettings(db_path=path, **settings))
+    return Service(ServiceSettings(db_path=path, quality=resolve_quality(ctx, quality), **settings))
 
 
 @click.command("index")
@@ -66,6 +66,7 @@ def _service(ctx: click.Context, db: str | None, **settings):
 @click.option(
     "--rebuild", is_flag=True, help="Discard the existing index and embed everything again."
 )
+@quality_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
 @click.pass_context
@@ -79,14 +80,20 @@ def index(
     budget_s,
     batch_size,
     rebuild,
+    quality,
     as_json,
     quiet,
 ):
-    """Embed new/changed papers and update the FAISS + BM25 indexes (resumable)."""
-    service = _service(ctx, db, encoder=encoder_name, max_length=max_length)
+    """Embed new/changed papers and update the FAISS + BM25 indexes (resumable).
+
+    The dense index built is the quality tier's: ``--quality best`` builds the mpnet one beside
+    the fast (MiniLM) one, which stays; ``auto`` builds the best one only where CUDA runs."""
+    service = _service(ctx, db, quality, encoder=encoder_name, max_length=max_length)
     try:
+        tier = service.tier().wanted
         report = service.build_index(
             command_progress(quiet or as_json),
+            tier=tier,
             kind=kind,
             batch_size=batch_size,
             rebuild=rebuild,
@@ -103,14 +110,14 @@ def index(
     finally:
         service.close()
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        click.echo(json.dumps({**report.as_dict(), "tier": tier}, indent=2))
         return
     if report.rebuilt_reason:
         click.echo(f"rebuilt: {report.rebuilt_reason}")
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(
-        f"{report.total} papers indexed ({report.kind}): {report.added} added, {report.updated} updated, "
+        f"{report.total} papers indexed ({tier} tier, {report.kind}): {report.added} added, {report.updated} updated, "
         f"{report.removed} removed, {report.unchanged} unchanged"
         + (f", {report.resumed} resumed" if report.resumed else "")
         + f" in {report.seconds:.1f}s"
@@ -199,6 +206,7 @@ def index(
     default=None,
     help="Recommend only papers of this library collection (name, path or id).",
 )
+@quality_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def recommend(
@@ -224,10 +232,11 @@ def recommend(
     need,
     bibtex,
     collection,
+    quality,
     as_json,
 ):
     """Recommend papers from the library for TEXT (a citation context, paragraph, or nothing + --title/--abstract)."""
-    from assistant.service import parse_intent_preference, query_for_text
+    from assistant.service import RequestOptions, parse_intent_preference, query_for_text
 
     if k <= 0:
         raise click.BadParameter("must be positive", param_hint="-k")
@@ -250,14 +259,12 @@ def recommend(
             query = query_for_text(text, mode, title, abstract, authors, year, context)
         except EmptyQueryError as exc:
             raise click.UsageError(str(exc)) from exc
-    service = _service(ctx, db, reranker=reranker, ranker=ranker, use_intent=not no_intent)
+    service = _service(ctx, db, quality, reranker=reranker, ranker=ranker, use_intent=not no_intent)
     try:
         if doc is not None:
             query = _manuscript_query(
                 service, doc, span, mode, title, abstract, authors, year, context
             )
-        from assistant.service import RequestOptions
-
         overrides = {"fusion": fusion} if fusion else {}
         setup = service.default_config(  # the set-up: the settings and these stage options
             candidates=max(candidates, k), use_dense=not no_dense, use_bm25=not no_bm25, **overrides
@@ -271,14 +278,31 @@ def recommend(
             k=k, max_year=max_year, intent_preference=preference, collection_ids=collection_ids
         )
         result = service.recommend(query, setup, request=request)
+        quality = _quality_view(service)
     finally:
         service.close()
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
-        click.echo(json.dumps(result_to_dict(result, bibtex=bibtex), indent=2, ensure_ascii=False))
+        data = {**result_to_dict(result, bibtex=bibtex), "quality": quality}
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         _echo_result(result, preference, bibtex)
+
+
+def _quality_view(service) -> dict:
+    """The quality tier that answered (JSON), with a note on stderr when the wanted tier's
+    index is still to be built."""
+    tier, encoder = service.tier(), service.recommender.encoder
+    if tier.building:
+        click.echo(f"note: {tier.reason}: run `assistant index --quality {tier.wanted}`", err=True)
+    return {
+        "asked": tier.quality,
+        "tier": tier.active,
+        "reason": tier.reason,
+        "encoder": getattr(encoder, "name", None),
+        "dim": getattr(encoder, "dim", None),
+    }
 
 
 def _echo_result(result, preference: str | None, bibtex: bool) -> None:

@@ -44,7 +44,7 @@ from assistant.gui.recommend import RecommendController
 from assistant.gui.results_panel import ResultsPanel
 from assistant.gui.settings import AppSettings, SettingsDialog, load_settings, save_settings
 from assistant.gui.workers import JobRunner
-from assistant.service import MODES, Service, ServiceSettings
+from assistant.service import MODES, QUALITIES, Service, ServiceSettings
 
 #: papers per embedding batch in the GUI: Cancel acts between batches (about a second on a CPU)
 INDEX_BATCH = 8
@@ -52,7 +52,16 @@ INDEX_BATCH = 8
 ICON_PATH = RESOURCES_DIR / "icons" / "cite-assist.svg"
 
 #: the settings the engine is built from: a change replaces the engine
-ENGINE_SETTINGS = ("db_path", "encoder", "device", "reranker", "ranker", "my_names", "use_intent")
+ENGINE_SETTINGS = (
+    "db_path",
+    "encoder",
+    "device",
+    "reranker",
+    "ranker",
+    "my_names",
+    "use_intent",
+    "quality",
+)
 
 
 class MainWindow(QMainWindow):
@@ -61,6 +70,7 @@ class MainWindow(QMainWindow):
     recommendations_ready = Signal(object)  # RecommendationResult (for tests and status)
     engine_ready = Signal(object)  # IndexStatus
     error_shown = Signal(str)
+    tier_changed = Signal()  # the quality tier switched or its background build progressed
 
     def __init__(self, settings: AppSettings | None = None) -> None:
         super().__init__()
@@ -71,7 +81,7 @@ class MainWindow(QMainWindow):
         self.resize(1400, 860)
         self.runner = JobRunner(self)  # engine jobs: models, import, index, adapt, analysis
         self.rec_runner = JobRunner(self)  # recommendations only: never wait behind a job
-        self.engine = Service(self._engine_settings())
+        self.engine = self._new_engine()
         self.last_error_dialog: QMessageBox | None = None
         self.documents = DocumentsController(self)
         self.citations = CitationController(self)
@@ -124,12 +134,20 @@ class MainWindow(QMainWindow):
         self.runner.busy_changed.connect(self._busy_changed)
         self.runner.stage_reached.connect(self.jobs.stage_reached)
         self.rec_runner.busy_changed.connect(self._busy_changed)
+        self.tier_changed.connect(self.jobs.show_index_state)
         self._restore_filters()
         self.documents.new_document()
         # other programs' changes to the library (CLI, language server): refresh (issue 31)
         self.library_watch = LibraryWatch(self)
 
     # --- construction -------------------------------------------------------------------------
+    def _new_engine(self) -> Service:
+        """The service for the settings; its background tier build reports through
+        :attr:`tier_changed` (emitted on the build's thread, delivered on this one)."""
+        engine = Service(self._engine_settings())
+        engine.on_change(self.tier_changed.emit)
+        return engine
+
     def _engine_settings(self) -> ServiceSettings:
         s = self.settings
         return ServiceSettings(
@@ -141,6 +159,8 @@ class MainWindow(QMainWindow):
             use_intent=s.use_intent,
             authors=tuple(n.strip() for n in s.my_names.split(";") if n.strip()),
             index_batch_size=INDEX_BATCH,
+            quality=s.quality if s.quality in QUALITIES else "auto",  # a hand-edited gui.ini
+            background=True,  # the other tier's index is built beside, never blocking
         )
 
     def _dock(self, widget: QWidget, title: str, area) -> None:
@@ -360,7 +380,7 @@ class MainWindow(QMainWindow):
     def switch_engine(self) -> None:
         self.rec_runner.cancel("recommend")
         old = self.engine
-        self.engine = Service(self._engine_settings())
+        self.engine = self._new_engine()
         self.runner.submit("close", lambda p, c: old.close())
         self.jobs.start()
 

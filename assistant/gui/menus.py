@@ -235,6 +235,7 @@ def about_text(window) -> str:
         f"<h3>Cite-Assist {__version__}</h3>"
         "<p>Offline citation recommendations from your own library.</p>"
         f"<p>Encoder: <b>{encoder}</b><br>Reranker: <b>{s.reranker or 'off'}</b><br>"
+        f"Quality: <b>{status.quality if status and status.quality else s.quality}</b><br>"
         f"Intent labels: <b>{'on' if s.use_intent else 'off'}</b><br>"
         f"Device: <b>{device}</b> (onnxruntime {onnxruntime.__version__}, providers "
         f"{', '.join(onnxruntime.get_available_providers())})<br>"

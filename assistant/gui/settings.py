@@ -43,6 +43,7 @@ class AppSettings:
     first_run_done: bool = False
     cite_command: str = "\\cite"  # LaTeX: \cite | \citep | \citet | \parencite | \autocite
     markdown_cite: str = "[@key1; @key2]"  # Markdown: merged [@a; @b] or separate [@a] [@b]
+    quality: str = "auto"  # auto | fast | best (service.quality; the CLI and LSP read it too)
 
     @property
     def db_path(self) -> Path:
@@ -138,6 +139,20 @@ class SettingsDialog(QDialog):
         self.device_box.addItems(["auto", "cpu", "cuda"])
         self.device_box.setCurrentText(settings.device)
         form.addRow("Device", self.device_box)
+        from assistant.service import QUALITIES
+
+        self.quality_box = QComboBox()
+        self.quality_box.addItems(list(QUALITIES))
+        self.quality_box.setCurrentText(
+            settings.quality if settings.quality in QUALITIES else "auto"
+        )
+        self.quality_box.setToolTip(
+            "fast: the MiniLM search model. best: the larger all-mpnet-base-v2 search model "
+            "(its own index, built in the background; the reranker stays the MiniLM "
+            "cross-encoder, no mpnet one is trained yet). auto: best when a CUDA GPU runs and "
+            "its index is ready, else fast. The status line says which one is in use and why."
+        )
+        form.addRow("Quality", self.quality_box)
         self.intent_box = QCheckBox("Label citation intent (background / method / result)")
         self.intent_box.setChecked(settings.use_intent)
         form.addRow("", self.intent_box)
@@ -187,6 +202,7 @@ class SettingsDialog(QDialog):
             ranker=self.ranker_edit.currentText().strip() or "off",
             my_names=self.names_edit.text().strip(),
             device=self.device_box.currentText(),
+            quality=self.quality_box.currentText(),
             use_intent=self.intent_box.isChecked(),
             k=self.k_box.value(),
             exclude_cited=self.exclude_box.isChecked(),

@@ -169,11 +169,17 @@ class Missing:
 class Backend:
     """One library file: quick key lookups at once, the recommender once :meth:`prepare` is done."""
 
-    def __init__(self, db_path: Path | str | None = None, device: str = "auto") -> None:
+    def __init__(
+        self, db_path: Path | str | None = None, device: str = "auto", quality: str | None = None
+    ) -> None:
         from assistant.config import default_db_path
 
         self.db_path = Path(db_path or default_db_path())
         self.device = device
+        #: the quality tier asked for (``--quality``, the editor's initialization option); None:
+        #: $ASSISTANT_QUALITY, the app's saved Settings, else auto
+        self.quality = quality
+        self._listeners: list = []
         self._quick = None  # a Library for lookups, separate from the engine's connection
         self._quick_lock = threading.Lock()
         self._svc = None
@@ -250,10 +256,44 @@ class Backend:
     # --- models ---------------------------------------------------------------------------
     def _service(self):
         if self._svc is None:
+            from assistant.config import quality_setting
             from assistant.service import Service, ServiceSettings
 
-            self._svc = Service(ServiceSettings(db_path=self.db_path, device=self.device))
+            settings = ServiceSettings(
+                db_path=self.db_path,
+                device=self.device,
+                quality=quality_setting(self.quality),
+                background=True,  # the other tier's index is built beside, never blocking
+            )
+            self._svc = Service(settings)
+            for listener in self._listeners:
+                self._svc.on_change(listener)
         return self._svc
+
+    def set_quality(self, value) -> str | None:
+        """Ask for the quality tier ``value`` (before the models load); a message when it is
+        not one of auto, fast, best (the setting is then left as it was)."""
+        from assistant.service import QUALITIES
+
+        quality = str(value).strip().lower()
+        if quality not in QUALITIES:
+            return f"ignoring quality {value!r}: expected one of {', '.join(QUALITIES)}"
+        self.quality = quality
+        return None
+
+    def on_change(self, listener) -> None:
+        """``listener()`` (from a build thread) when the quality tier or its build changes."""
+        self._listeners.append(listener)
+        if self._svc is not None:
+            self._svc.on_change(listener)
+
+    def serving_tier(self) -> str:
+        """The quality tier whose index answers now ("" before the models are loaded)."""
+        return self._svc.serving_tier() if self._svc is not None else ""
+
+    def describe(self) -> str:
+        """The one status line: papers, encoder + reranker, device, quality tier and why."""
+        return self._svc.status().describe() if self._svc is not None else "not loaded"
 
     @property
     def ready(self) -> bool:

@@ -162,17 +162,17 @@ class StdioClient:
                 if not self._cond.wait(timeout=timeout):
                     raise TimeoutError("no matching message")
 
-    def initialize(self, root: Path, capabilities: dict | None = None) -> dict:
-        result = self.request(
-            "initialize",
-            {
-                "processId": None,
-                "rootUri": Path(root).resolve().as_uri(),
-                "capabilities": capabilities
-                if capabilities is not None
-                else default_capabilities(),
-            },
-        )
+    def initialize(
+        self, root: Path, capabilities: dict | None = None, options: dict | None = None
+    ) -> dict:
+        params = {
+            "processId": None,
+            "rootUri": Path(root).resolve().as_uri(),
+            "capabilities": capabilities if capabilities is not None else default_capabilities(),
+        }
+        if options is not None:
+            params["initializationOptions"] = options
+        result = self.request("initialize", params)
         self.notify("initialized", {})
         return result
 

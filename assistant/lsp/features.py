@@ -28,7 +28,10 @@ log = logging.getLogger(__name__)
 
 
 # --- life cycle -------------------------------------------------------------------------------
-def initialize(server, _params) -> None:
+def initialize(server, params) -> None:
+    options = getattr(params, "initialization_options", None)
+    if isinstance(options, dict) and options.get("quality") is not None:
+        server.set_quality(options["quality"])
     server._start()
 
 

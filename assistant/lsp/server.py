@@ -59,6 +59,7 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self.keys: completion.KeyIndex | None = None
         self.state = "starting"
         self.state_message = ""
+        self._serving_tier = ""  # the quality tier whose index made the cached lists
         self.bibs = bibfiles.BibCache(self._open_bib_text)
         self.rec_cache = completion.RecommendationCache(cache_size)
         self.missing: dict[str, list[diagnostics.MissingMark]] = {}
@@ -246,7 +247,23 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         for uri in list(self.docs):
             self._schedule_diagnostics(uri, 0.0)
 
+    def set_quality(self, value) -> None:
+        """The editor's ``initializationOptions.quality`` (auto | fast | best; else a warning)."""
+        problem = self.backend.set_quality(value)
+        if problem:
+            self._warn(problem)
+
+    def _tier_changed(self) -> None:
+        """The quality tier switched or its background build progressed: say so."""
+        if self.state == "ready":
+            tier = self.backend.serving_tier()
+            if self._serving_tier and tier != self._serving_tier:
+                self.rec_cache.clear()  # lists made from the other tier's index
+            self._serving_tier = tier
+            self._status("ready", self.backend.describe())
+
     async def _load_models(self) -> None:
+        self.backend.on_change(lambda: self.post(self._tier_changed))
         self._status("loading", "loading the recommendation models")
         token = await self._progress_begin("Cite-Assist", "Loading the recommendation models")
 
@@ -381,9 +398,14 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
 
 
 def create_server(
-    db_path: Path | None = None, recommend: bool = True, cache_size: int = 64
+    db_path: Path | None = None,
+    recommend: bool = True,
+    cache_size: int = 64,
+    quality: str | None = None,
 ) -> CiteAssistServer:
-    return CiteAssistServer(backend.Backend(db_path), recommend=recommend, cache_size=cache_size)
+    return CiteAssistServer(
+        backend.Backend(db_path, quality=quality), recommend=recommend, cache_size=cache_size
+    )
 
 
 __all__ = ["STATUS_NOTIFICATION", "CiteAssistServer", "create_server", "uri_to_path"]

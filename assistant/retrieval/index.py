@@ -6,6 +6,8 @@ Layout of ``<db>.index/``::
     dense/ids.npy hashes.npy vectors.npy versions.npy faiss.index
     dense/dirty.json              papers whose rows a killed run was patching (index_update)
     dense/pending/chunk-*.npz     embedded chunks of an interrupted run (an EmbeddingCache)
+    encoders/<name>/meta.json dense/   another encoder's dense index beside the default one (the
+                                  ``best`` quality tier's mpnet): same files, same BM25
     bm25/                         bm25s files + ids.npy + years.npy + bm25.json (versions
                                   digest) + tf.npy doclen.npy (term counts, for updates)
 
@@ -132,7 +134,7 @@ def build_index(
     encoder,
     progress: Progress | None = None,
     *,
-    index_dir: Path | str | None = None,
+    index_dir: IndexPaths | Path | str | None = None,
     kind: str = "auto",
     chunk_size: int = 512,
     batch_size: int = 32,
@@ -152,8 +154,11 @@ def build_index(
     (the papers embedded so far; BM25 covers all) is written: ``meta["missing"]`` says how many
     papers still lack a vector, and the next run continues.
     """
-    paths = IndexPaths(Path(index_dir) if index_dir else index_dir_for(library.path))
-    with index_lock(paths.root, cancelled=cancelled, progress=progress):
+    paths = IndexPaths.of(index_dir) if index_dir else IndexPaths(index_dir_for(library.path))
+    with contextlib.ExitStack() as locks:
+        if paths.encoder_key:  # another encoder's index: its own lock first (index_ahead)
+            locks.enter_context(index_lock(paths.dense_root, cancelled=cancelled))
+        locks.enter_context(index_lock(paths.root, cancelled=cancelled, progress=progress))
         return _build_index(
             library,
             encoder,
@@ -249,11 +254,15 @@ def _build_index(
 
 def _prepare_folder(paths: IndexPaths, rebuild: bool) -> None:
     if rebuild:  # whatever is there (damaged, foreign, a FIFO, a folder): removed unread
-        for name in ("meta.json", "dense", "bm25", "bm25.tmp", "bm25.old"):
+        for path in (paths.meta, paths.dense, paths.bm25):  # another encoder's dense index stays
+            filewrite.remove(path)
+        for name in ("bm25.tmp", "bm25.old"):
             filewrite.remove(paths.root / name)
     else:
         index_files.check_folder(paths.root)
     paths.dense.mkdir(parents=True, exist_ok=True)
+    if paths.encoder_key:
+        index_files.check_folder(paths.dense_root)
     remove_leftovers(paths)
 
 
@@ -533,7 +542,7 @@ def write_bm25(job: IndexJob, bm25: BM25Index | None, years: np.ndarray) -> None
 
 
 def load_index_encoder(
-    index_dir: Path | str | None = None,
+    index_dir: IndexPaths | Path | str | None = None,
     name: str | None = None,
     max_length: int | None = None,
     **kwargs,
@@ -546,7 +555,7 @@ def load_index_encoder(
     from assistant.inference.encoder import load_encoder
     from assistant.inference.registry import ModelNotFoundError
 
-    meta = IndexPaths(Path(index_dir)).read_meta() if index_dir else {}
+    meta = IndexPaths.of(index_dir).read_meta() if index_dir else {}
     same_model = name is None or name == meta.get("encoder")
     length = max_length or (meta.get("max_length") if same_model else None) or DEFAULT_MAX_LENGTH
     try:
@@ -559,6 +568,6 @@ def load_index_encoder(
         return load_encoder(Path(folder), max_length=length, **kwargs)
 
 
-def index_status(index_dir: Path | str) -> dict:
+def index_status(index_dir: IndexPaths | Path | str) -> dict:
     """What ``meta.json`` says about an index (empty dict when there is none)."""
-    return IndexPaths(Path(index_dir)).read_meta()
+    return IndexPaths.of(index_dir).read_meta()

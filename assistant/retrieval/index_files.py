@@ -19,7 +19,9 @@ from assistant.filewrite import kind_of
 
 REBUILD_HINT = "run `assistant index --rebuild`"
 #: The folders an index holds (anything else that is not a regular file is foreign).
-FOLDERS = {"dense", "bm25", "pending", "bm25.tmp", "bm25.old"}
+FOLDERS = {"dense", "bm25", "pending", "bm25.tmp", "bm25.old", "encoders"}
+#: ``encoders/<name>/``: another encoder's dense index (any plain folder name)
+ENCODERS = "encoders"
 
 
 class IndexDamagedError(AssistantError, RuntimeError):
@@ -58,7 +60,9 @@ def check_folder(folder: str | os.PathLike[str]) -> bool:
         for entry in entries:
             if entry.name.startswith("."):  # the lock, our own temporaries: never read
                 continue
-            if entry.is_dir(follow_symlinks=False) and entry.name in FOLDERS:
+            if entry.is_dir(follow_symlinks=False) and (
+                entry.name in FOLDERS or folder.name == ENCODERS
+            ):
                 check_folder(entry.path)
             else:
                 is_regular(entry.path)

@@ -101,13 +101,29 @@ def make_faiss(vectors: np.ndarray, ids: np.ndarray, kind: str) -> faiss.Index:
     return index
 
 
+#: Dense indexes of further encoders, side by side: ``<index>/encoders/<name>/`` (meta.json and
+#: dense/ of their own); the BM25 index of the folder is shared by all of them.
+ENCODERS = "encoders"
+
+
 class IndexPaths:
-    def __init__(self, root: Path):
+    """The files of one dense index and the shared BM25 index of an index folder: the root's
+    own ``meta.json`` + ``dense/`` (``encoder_key`` None: the default, fast tier), or those of
+    ``encoders/<encoder_key>/`` (another encoder's, e.g. the ``best`` tier's mpnet)."""
+
+    def __init__(self, root: Path, encoder_key: str | None = None):
         self.root = Path(root)
-        self.meta = self.root / "meta.json"
-        self.dense = self.root / "dense"
+        self.encoder_key = encoder_key or None
+        self.dense_root = self.root / ENCODERS / encoder_key if encoder_key else self.root
+        self.meta = self.dense_root / "meta.json"
+        self.dense = self.dense_root / "dense"
         self.pending = self.dense / "pending"
         self.bm25 = self.root / "bm25"
+
+    @classmethod
+    def of(cls, index_dir: IndexPaths | Path | str) -> IndexPaths:
+        """``index_dir`` as paths (an :class:`IndexPaths` is kept: it names its encoder)."""
+        return index_dir if isinstance(index_dir, IndexPaths) else cls(Path(index_dir))
 
     def read_meta(self, strict: bool = False) -> dict:
         """``meta.json`` ({} when there is none); a damaged one raises
@@ -125,15 +141,16 @@ class IndexPaths:
 
 def remove_leftovers(paths: IndexPaths) -> None:
     """Temporary files of a run killed mid-write (under the index lock: no other job owns them)."""
+    folders = tuple(dict.fromkeys((paths.root, paths.dense_root, paths.dense, paths.pending)))
     for pattern in ("*.tmp", "*.tmp.npy", "*.tmp.npz"):
-        for folder in (paths.root, paths.dense, paths.pending):
+        for folder in folders:
             for f in folder.glob(pattern) if folder.is_dir() else ():
                 if f.is_file():
                     f.unlink(missing_ok=True)
     for name in ("bm25.tmp", "bm25.old"):
         filewrite.remove(paths.root / name)
     # the writer's own temporaries (``.<name>.<hex>.tmp`` / ``.old``) of a killed run
-    for folder in (paths.root, paths.dense, paths.pending):
+    for folder in folders:
         for f in folder.glob(".*.tmp") if folder.is_dir() else ():
             filewrite.remove(f)
         for f in folder.glob(".*.old") if folder.is_dir() else ():
@@ -215,3 +232,42 @@ def stored_vectors(
         for row, h in enumerate(hashes.tolist())
         if h in wanted and (ids is None or int(ids[row]) not in dirty)
     }
+
+
+def dense_state(paths: IndexPaths, digest: str, papers: int = 0) -> tuple[bool, str]:
+    """``(current, why not)`` of the dense index at ``paths`` for a library of ``papers`` papers
+    whose versions digest is ``digest`` (:func:`versions_digest`), from its files alone (no
+    model is loaded; an interrupted run's saved chunks count as built)."""
+    meta = paths.read_meta()
+    if not meta:
+        embedded = pending_count(paths)
+        if not embedded:
+            return False, "not built"
+        return False, f"{100 * min(embedded, papers) // max(1, papers)}% built" if papers else (
+            f"{embedded} papers embedded so far"
+        )
+    if meta.get("missing"):
+        count, missing = int(meta.get("count", 0)), int(meta["missing"])
+        return False, f"{100 * count // max(1, count + missing)}% built"
+    if meta.get("versions") != digest:
+        return False, "behind the library (papers added or changed since it was built)"
+    try:
+        if not index_files.is_regular(paths.dense / "faiss.index"):
+            return False, "unfinished (no vector index file)"
+    except IndexDamagedError:
+        return False, "damaged"
+    return True, "current"
+
+
+def pending_count(paths: IndexPaths) -> int:
+    """Vectors an interrupted run has saved in ``dense/pending`` (only their hashes are read)."""
+    total = 0
+    for chunk in sorted(paths.pending.glob("chunk-*.npz")) if paths.pending.is_dir() else ():
+        if ".tmp" in chunk.name or not chunk.is_file() or chunk.is_symlink():
+            continue
+        try:
+            with np.load(chunk, allow_pickle=False) as z:
+                total += len(z["hashes"])
+        except Exception:  # an unreadable chunk is embedded again
+            continue
+    return total

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from pathlib import Path
 
 import faiss
 import numpy as np
@@ -64,7 +63,7 @@ class Searcher:
 
     @classmethod
     def open(cls, library, encoder=None, index_dir=None, need_dense: bool = True) -> Searcher:
-        paths = IndexPaths(Path(index_dir) if index_dir else index_dir_for(library.path))
+        paths = IndexPaths.of(index_dir) if index_dir else IndexPaths(index_dir_for(library.path))
         n_papers = library.count()
         if n_papers == 0:
             raise EmptyLibraryError(
@@ -104,7 +103,7 @@ class Searcher:
             if encoder is None:
                 from assistant.retrieval.index import load_index_encoder
 
-                encoder = load_index_encoder(paths.root)
+                encoder = load_index_encoder(paths)
             if str(encoder.fingerprint) != meta.get("fingerprint"):
                 raise RetrievalError(
                     f"the index in {paths.root} was built with encoder {meta.get('fingerprint')!r} "

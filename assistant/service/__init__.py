@@ -63,6 +63,7 @@ from assistant.service.engine import (
     require_library,
 )
 from assistant.service.exclusions import excluded_ids, manuscript_cited_ids, own_ids
+from assistant.service.quality import QUALITIES, QualityError, TierChoice, check_quality
 from assistant.service.writing import (
     MANUSCRIPT_K,
     CitationInsert,
@@ -85,6 +86,7 @@ __all__ = [
     "INDEX_KINDS",
     "MANUSCRIPT_K",
     "MODES",
+    "QUALITIES",
     "AppendResult",
     "AssistantError",
     "BibChange",
@@ -108,6 +110,7 @@ __all__ = [
     "PipelineConfig",
     "Progress",
     "ProgressEvent",
+    "QualityError",
     "Query",
     "Recommendation",
     "RecommendationResult",
@@ -116,10 +119,12 @@ __all__ = [
     "Service",
     "ServiceSettings",
     "SuggestedPaper",
+    "TierChoice",
     "analyse_manuscript",
     "apply_bib_change",
     "build_query",
     "check_cancelled",
+    "check_quality",
     "chip_texts",
     "content_words",
     "database_error",

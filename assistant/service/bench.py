@@ -103,10 +103,12 @@ def run_stage_bench(
 
     Round 1 asks each query once (nothing of it cached: the uncached cost); later rounds ask
     them again (what an editor re-asking for the same sentence costs). ``formatter`` (e.g. the
-    CLI's JSON view of a result) is timed as the ``format`` stage."""
+    CLI's JSON view of a result) is timed as the ``format`` stage. The quality tier is the
+    user's (``$ASSISTANT_QUALITY``, the app's Settings, else auto; the cold runs inherit it)."""
+    from assistant.config import quality_setting
     from assistant.service.engine import Service, ServiceSettings
 
-    service = Service(ServiceSettings(db_path=db))
+    service = Service(ServiceSettings(db_path=db, quality=quality_setting()))
     try:
         t = time.perf_counter()
         service.recommend("citation recommendation warm-up query")  # loads every model
@@ -122,6 +124,12 @@ def run_stage_bench(
                 "intent": config.use_intent,
             },
             "first_query_with_loads_s": round(load_s, 2),
+            "quality": {
+                "tier": service.tier().active,
+                "reason": service.tier().reason,
+                "encoder": service.recommender.encoder.name,
+                "dim": service.recommender.encoder.dim,
+            },
         }
         for rnd in range(1, rounds + 1):
             walls, cpus = [], []

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from assistant.config import default_db_path, index_dir_for
+from assistant.config import default_db_path
 from assistant.errors import AssistantError, Cancelled
 from assistant.inference.encoder import Encoder
 from assistant.library.export import paper_to_bibtex
@@ -43,7 +43,7 @@ from assistant.library.importers import import_paths
 from assistant.library.models import ImportIssue, ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
-from assistant.retrieval.index import IndexPaths, IndexReport, build_index, load_index_encoder
+from assistant.retrieval.index import IndexReport, build_index, load_index_encoder
 from assistant.retrieval.pipeline import (
     PipelineConfig,
     RecommendationResult,
@@ -55,6 +55,17 @@ from assistant.retrieval.query import Query, as_query
 from assistant.retrieval.searcher import EmptyLibraryError
 from assistant.service.exclusions import cited_key_ids, excluded_ids
 from assistant.service.fallback import keyword_fallback
+from assistant.service.quality import (
+    BEST,
+    BEST_ENCODER,
+    FAST,
+    JobLock,
+    TierBuilder,
+    TierChoice,
+    TierMixin,
+    check_quality,
+    tier_paths,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +97,11 @@ class ServiceSettings:
     #: papers per embedding batch when indexing (None: the indexer's default); Cancel takes
     #: effect between batches, so the GUI uses small ones
     index_batch_size: int | None = None
+    #: quality tier: auto | fast | best (see :mod:`assistant.service.quality`)
+    quality: str = "auto"
+    #: build the wanted tier's index on a thread of its own (the GUI, the language server); the
+    #: CLI's one-shot commands leave it off (`assistant index --quality best` builds it)
+    background: bool = False
 
 
 @dataclass
@@ -99,12 +115,16 @@ class IndexStatus:
     precision: str = ""
     ready: bool = False
     notes: list[str] = field(default_factory=list)
+    reranker: str = ""  # the active cross-encoder ("" = none)
+    quality: str = ""  # the tier in use and why (TierChoice.reason)
 
     def describe(self) -> str:
         dev = f"{self.device.upper()} {self.precision}".strip() if self.device else "not loaded"
-        return (
-            f"{self.papers} papers · {self.embedded} embedded · {self.model or 'no model'} · {dev}"
-        )
+        models = self.model or "no model"
+        if self.reranker:
+            models += f" + {self.reranker}"
+        tier = f" · {self.quality}" if self.quality else ""
+        return f"{self.papers} papers · {self.embedded} embedded · {models} · {dev}{tier}"
 
 
 @dataclass
@@ -113,6 +133,7 @@ class _Snapshot:
 
     library: Library
     recommender: Recommender
+    tier: str = FAST
 
 
 def paper_bibtex(paper: Paper) -> str:
@@ -136,17 +157,22 @@ def label_new_citations(library: Library, report: ImportReport) -> None:
         report.issues.append(ImportIssue("", 0, f"citation intents not labelled: {exc}", "warning"))
 
 
-class Service:
+class Service(TierMixin):
     """The one application service for one library file (see the module docstring)."""
 
     def __init__(self, settings: ServiceSettings | None = None) -> None:
         self.settings = settings or ServiceSettings()
         self.db_path = Path(self.settings.db_path or default_db_path())
+        self.settings.quality = check_quality(self.settings.quality)
         self._library: Library | None = None
-        self._encoder: Encoder | None = None
+        self._encoders: dict[str, Encoder] = {}  # per tier (fast, best)
         self._snapshot: _Snapshot | None = None
         self._embedded = 0
-        self._job_lock = threading.RLock()  # one job at a time
+        self._job_lock = JobLock()  # one job at a time (a background tier build yields it)
+        self._tier: TierChoice | None = None
+        self._builder: TierBuilder | None = None
+        self._tier_failure = ""  # why the best tier could not be built (a missing weight)
+        self._listeners: list = []  # called (from any thread) when the tier or its build changes
         # short locks that only guard lazy opening (never held while a job runs):
         self._library_lock = threading.Lock()  # the job connection
         self._encoder_lock = threading.Lock()  # the encoder (its first build can take a minute)
@@ -162,6 +188,8 @@ class Service:
             return self._library
 
     def close(self) -> None:
+        if self._builder is not None:
+            self._builder.stop()
         if self._library is not None:
             self._library.close()
             self._library = None
@@ -169,20 +197,27 @@ class Service:
         if snapshot is not None:
             snapshot.library.close()
 
-    def load_encoder(self, progress: Progress = no_progress) -> Encoder:
-        """The encoder the library's index was built with (same model and max length), so an
-        index built by the CLI is reused instead of being re-embedded."""
+    @property
+    def _encoder(self) -> Encoder | None:
+        """The active tier's encoder once loaded."""
+        return self._encoders.get(self.tier().active)
+
+    def load_encoder(self, progress: Progress = no_progress, tier: str | None = None) -> Encoder:
+        """The encoder of ``tier`` (default: the active one) as its index was built (same model
+        and max length), so an index built by the CLI is reused instead of being re-embedded."""
+        tier = tier or self.tier().active
         with self._encoder_lock:
-            if self._encoder is None:
-                progress(ProgressEvent(0, None, "encoder", "Loading the encoder…"))
-                self._encoder = load_index_encoder(
-                    index_dir_for(self.db_path),
-                    self.settings.encoder or None,
+            if tier not in self._encoders:
+                name = BEST_ENCODER if tier == BEST else self.settings.encoder or None
+                progress(ProgressEvent(0, None, "encoder", f"Loading the encoder ({tier} tier)…"))
+                self._encoders[tier] = load_index_encoder(
+                    tier_paths(self.db_path, tier),
+                    name,
                     self.settings.max_length,
                     device=self.settings.device,
                     progress=progress,
                 )
-            return self._encoder
+            return self._encoders[tier]
 
     def default_config(self, **overrides) -> PipelineConfig:
         """The pipeline configuration of these settings (reranker resolved), with ``overrides``."""
@@ -200,21 +235,28 @@ class Service:
             return snapshot
         with self._snapshot_lock:
             if self._snapshot is None:
-                self._snapshot = self._open_snapshot(self.load_encoder())
+                self._snapshot = self._open_snapshot()
             return self._snapshot
 
-    def _open_snapshot(self, encoder: Encoder) -> _Snapshot:
-        """A new reader over the committed index (raises ``EmptyLibraryError``/``IndexMissingError``)."""
+    def _open_snapshot(self, tier: str | None = None) -> _Snapshot:
+        """A new reader over the committed index of ``tier`` (default: the active one; raises
+        ``EmptyLibraryError``/``IndexMissingError``)."""
+        tier = tier or self.tier().active
+        encoder = self.load_encoder(tier=tier)
         reader = Library(self.db_path)
         try:
             recommender = Recommender(
-                reader, config=self.default_config(), encoder=encoder, exclusions=excluded_ids
+                reader,
+                config=self.default_config(),
+                encoder=encoder,
+                index_dir=tier_paths(self.db_path, tier),
+                exclusions=excluded_ids,
             )
         except BaseException:
             reader.close()
             raise
         self._embedded = int(recommender.searcher.meta.get("count", 0))
-        return _Snapshot(reader, recommender)
+        return _Snapshot(reader, recommender, tier)
 
     def recommend(
         self,
@@ -244,8 +286,15 @@ class Service:
 
     def has_index(self) -> bool:
         """Whether an index has been committed next to the library (it may lag the library)."""
-        paths = IndexPaths(index_dir_for(self.db_path))
-        return bool(paths.read_meta()) and (paths.bm25 / "bm25.json").exists()
+        return any(
+            bool(paths.read_meta()) and (paths.bm25 / "bm25.json").exists()
+            for paths in (tier_paths(self.db_path, FAST), tier_paths(self.db_path, BEST))
+        )
+
+    def serving_tier(self) -> str:
+        """The quality tier whose index the open snapshot reads ("" before one is open)."""
+        snapshot = self._snapshot
+        return snapshot.tier if snapshot is not None else ""
 
     @property
     def ready(self) -> bool:
@@ -290,10 +339,17 @@ class Service:
         status = IndexStatus(
             papers=self.reader().count(), embedded=self._embedded, ready=self.ready
         )
-        if self._encoder is not None:
-            status.model = self._encoder.name
-            status.device = self._encoder.info.device
-            status.precision = self._encoder.info.precision
+        snapshot = self._snapshot
+        encoder = snapshot.recommender.encoder if snapshot is not None else self._encoder
+        if encoder is not None:
+            status.model = encoder.name
+            status.device = encoder.info.device
+            status.precision = encoder.info.precision
+        reranker = self.default_config().reranker
+        status.reranker = Path(reranker).name if reranker else ""
+        status.quality = self.tier().reason
+        if snapshot is not None and snapshot.tier != self.tier().active:  # a switch is pending
+            status.quality += f"; recommending from the {snapshot.tier} tier's index meanwhile"
         return status
 
     # --- jobs (one at a time, on any thread) --------------------------------------------------
@@ -301,7 +357,7 @@ class Service:
         """Swap in a reader over the index a job has just committed."""
         if self.library.count() == 0:
             return
-        snapshot = self._open_snapshot(self.load_encoder())
+        snapshot = self._open_snapshot()
         try:  # load the lazy stages (reranker, intent model) now, not on the user's first request
             snapshot.recommender.recommend(
                 "citation recommendation warm-up query",
@@ -314,12 +370,15 @@ class Service:
     def prepare(
         self, progress: Progress = no_progress, cancelled: CancelCheck = never_cancelled
     ) -> IndexStatus:
-        """Load the encoder, bring the index up to date and open the recommender on it."""
+        """Load the encoder, bring the active tier's index up to date and open the recommender
+        on it; then (``settings.background``) build the wanted tier's index in the background."""
         with self._job_lock:
+            self.tier(refresh=True)
             self.load_encoder(progress)
             if self.library.count() == 0:
                 return self.status()  # an empty library has nothing to recommend from yet
             self.build_index(progress, cancelled)
+            self.start_background()
             return self.status()
 
     def build_index(
@@ -328,23 +387,28 @@ class Service:
         cancelled: CancelCheck = never_cancelled,
         *,
         reload: bool = True,
+        tier: str | None = None,
         **options,
     ) -> IndexReport:
-        """Embed new/changed papers and update the index (``options``: ``retrieval.index.build_index``'s
-        keywords), then (``reload``) switch recommending to it. Raises ``EmptyLibraryError`` on an
-        empty library."""
+        """Embed new/changed papers and update the index of ``tier`` (default: the one in use;
+        ``options``: ``retrieval.index.build_index``'s keywords), then (``reload``) switch
+        recommending to the active tier. Raises ``EmptyLibraryError`` on an empty library."""
         with self._job_lock:
             library = self.library
             if library.count() == 0:
                 raise EmptyLibraryError(
                     f"the library {self.db_path} is empty: nothing to index (import papers first)"
                 )
-            encoder = self.load_encoder(progress)
-            progress(ProgressEvent(0, None, "index", "Indexing the library…"))
+            snapshot = self._snapshot
+            tier = tier or (snapshot.tier if snapshot is not None else self.tier().active)
+            encoder = self.load_encoder(progress, tier=tier)
+            progress(ProgressEvent(0, None, "index", f"Indexing the library ({tier} tier)…"))
             if self.settings.index_batch_size:
                 options.setdefault("batch_size", self.settings.index_batch_size)
+            options.setdefault("index_dir", tier_paths(self.db_path, tier))
             report = build_index(library, encoder, progress, cancelled=cancelled, **options)
             self._embedded = report.total - report.missing
+            self.tier(refresh=True)
             if reload:
                 progress(ProgressEvent(0, None, "index", "Loading the recommender…"))
                 self._commit()
@@ -420,8 +484,8 @@ class Service:
                         "adaptation cancelled: the current encoder stays in use"
                     ) from exc
                 self.settings.encoder = opts.name
-                with self._encoder_lock:
-                    self._encoder = None  # the re-built index names the adapted encoder
+                with self._encoder_lock:  # the re-built index names the adapted encoder
+                    self._encoders.pop(FAST, None)
                 return result, self.prepare(progress, cancelled)
 
         # a CPU training step takes seconds: the caller gets Cancelled at once, the step in

@@ -29,19 +29,29 @@ __all__ = [
     "list_models",
     "loaded_model_runtimes",
     "model_runtimes",
+    "quality_tier",
 ]
 
 
-def model_runtimes(device: str = "auto") -> list[dict]:
-    """Load the encoder, the default reranker and the intent model as a recommendation does
-    and report each one's device, provider, precision and notes (CPU fallbacks included)."""
+def quality_tier(db_path, quality: str = "auto", device: str = "auto"):
+    """The :class:`~assistant.service.quality.TierChoice` of ``quality`` for the library at
+    ``db_path`` on this device: the tier in use and why (no model is loaded)."""
+    from assistant.service.quality import check_quality, choose_tier
+
+    return choose_tier(check_quality(quality), device, db_path)
+
+
+def model_runtimes(device: str = "auto", encoder_name: str | None = None) -> list[dict]:
+    """Load the encoder (``encoder_name``: the quality tier's, default minilm), the default
+    reranker and the intent model as a recommendation does and report each one's device,
+    provider, precision and notes (CPU fallbacks included)."""
     from assistant.inference.cross_encoder import load_cross_encoder
     from assistant.inference.encoder import load_encoder
     from assistant.inference.intent import IntentClassifier
     from assistant.retrieval.reranker_setting import resolve_reranker
 
     rows = []
-    encoder = load_encoder(device=device)
+    encoder = load_encoder(encoder_name, device=device)
     rows.append(_row("encoder", encoder.name, encoder.info))
     reranker = resolve_reranker("auto").model
     if reranker:

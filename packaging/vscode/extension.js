@@ -20,11 +20,14 @@ function serverOptions() {
 }
 
 function start(context) {
+  const quality = vscode.workspace.getConfiguration("citeAssist").get("quality", "");
   const clientOptions = {
     documentSelector: ["latex", "tex", "markdown", "rmd", "quarto"].map((language) => ({
       scheme: "file",
       language,
     })),
+    // the quality tier (auto | fast | best); empty: the app's Settings, else auto
+    initializationOptions: quality ? { quality } : {},
   };
   client = new LanguageClient("citeAssist", "Cite-Assist", serverOptions(), clientOptions);
   client.onNotification("citeAssist/status", ({ state, message }) => {

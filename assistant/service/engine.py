@@ -38,8 +38,6 @@ from pathlib import Path
 from assistant.config import default_db_path, index_dir_for
 from assistant.errors import AssistantError, Cancelled
 from assistant.inference.encoder import Encoder
-from assistant.library.export import paper_to_bibtex
-from assistant.library.importers import import_paths
 from assistant.library.models import ImportIssue, ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
@@ -117,6 +115,8 @@ class _Snapshot:
 
 def paper_bibtex(paper: Paper) -> str:
     """The BibTeX entry of one library paper, with its stable citekey."""
+    from assistant.library.export import paper_to_bibtex  # the BibTeX writer: not at start-up
+
     return paper_to_bibtex(paper)
 
 
@@ -362,6 +362,8 @@ class Service:
         """Import BibTeX/RIS/CSL-JSON/PDF files or folders (one transaction), then, with ``index``,
         update the index. A cancelled import rolls back and raises ``Cancelled``; a cancelled
         indexing after a committed import raises ``Cancelled`` too (the import stays)."""
+        from assistant.library.importers import import_paths  # not at every start
+
         with self._job_lock:
             report = import_paths(
                 self.library,

@@ -71,3 +71,20 @@ def test_a_foreign_or_damaged_params_file_is_refused(tmp_path, name, text):
     (tmp_path / name).write_text(text)
     with pytest.raises(ValueError):
         ScoreMatrix.load(tmp_path)
+
+
+def test_an_update_without_new_words_keeps_the_vocabulary_file_byte_for_byte(tmp_path):
+    BM25Index.build([3, 5, 8, 13], TEXTS, BM25Params()).save(tmp_path / "a")
+    stored = BM25Index.load(tmp_path / "a", counts=True)
+    vocab_bytes = (tmp_path / "a" / "vocab.index.json").read_bytes()
+
+    same_words = stored.updated([], [5], ["Unbiased learning to rank from click feedback."])
+    same_words.save(tmp_path / "b")
+    assert (tmp_path / "b" / "vocab.index.json").read_bytes() == vocab_bytes
+    assert BM25Index.load(tmp_path / "b").model.vocab_dict == stored.model.vocab_dict
+
+    new_word = stored.updated([], [5], ["Unbiased learning to rank from zeppelin feedback."])
+    new_word.save(tmp_path / "c")
+    loaded = BM25Index.load(tmp_path / "c").model.vocab_dict
+    assert "zeppelin" in loaded and loaded == new_word.model.vocab_dict
+    assert "zeppelin" not in stored.model.vocab_dict  # a word none of TEXTS has

@@ -74,11 +74,21 @@ class ScoreMatrix:
     """``scores`` (``data``/``indices``/``indptr`` of the CSC word x paper matrix and
     ``num_docs``) and ``vocab_dict`` (word -> column), as ``bm25s.BM25`` names them."""
 
-    def __init__(self, k1: float, b: float, scores: dict, vocab: dict[str, int]) -> None:
+    def __init__(
+        self,
+        k1: float,
+        b: float,
+        scores: dict,
+        vocab: dict[str, int],
+        vocab_file: Path | None = None,
+    ) -> None:
         self.k1 = float(k1)
         self.b = float(b)
         self.scores = scores
         self.vocab_dict = vocab
+        #: a file holding exactly ``vocab`` (the one it was read from): saved by copying its
+        #: bytes instead of encoding 100k words again (an update that added no word)
+        self.vocab_file = vocab_file
 
     def save(self, directory: str | Path) -> None:
         """The files ``bm25s.BM25.save`` writes (no corpus)."""
@@ -86,8 +96,11 @@ class ScoreMatrix:
         directory.mkdir(parents=True, exist_ok=True)
         for name, key in ((DATA, "data"), (INDICES, "indices"), (INDPTR, "indptr")):
             np.save(directory / name, self.scores[key], allow_pickle=False)
-        vocab = json.dumps(self.vocab_dict, ensure_ascii=False, separators=(",", ":"))
-        filewrite.write_text(directory / VOCAB, vocab)
+        if self.vocab_file is not None and self.vocab_file.is_file():
+            filewrite.write_bytes(directory / VOCAB, self.vocab_file.read_bytes())
+        else:
+            vocab = json.dumps(self.vocab_dict, ensure_ascii=False, separators=(",", ":"))
+            filewrite.write_text(directory / VOCAB, vocab)
         params = {"k1": self.k1, "b": self.b, "num_docs": int(self.scores["num_docs"])}
         filewrite.write_text(directory / PARAMS, json.dumps({**BM25S_PARAMS, **params}, indent=4))
 
@@ -112,4 +125,4 @@ class ScoreMatrix:
         scores["num_docs"] = params.get("num_docs")
         if not isinstance(scores["num_docs"], int | None) or isinstance(scores["num_docs"], bool):
             raise ValueError(f"num_docs is {scores['num_docs']!r}")
-        return cls(params.get("k1", 1.5), params.get("b", 0.75), scores, vocab)
+        return cls(params.get("k1", 1.5), params.get("b", 0.75), scores, vocab, directory / VOCAB)

@@ -339,7 +339,7 @@ class Service:
                 raise EmptyLibraryError(
                     f"the library {self.db_path} is empty: nothing to index (import papers first)"
                 )
-            encoder = self.load_encoder(progress)
+            encoder = self._encoder or self._index_encoder(progress)
             progress(ProgressEvent(0, None, "index", "Indexing the library…"))
             if self.settings.index_batch_size:
                 options.setdefault("batch_size", self.settings.index_batch_size)
@@ -349,6 +349,20 @@ class Service:
                 progress(ProgressEvent(0, None, "index", "Loading the recommender…"))
                 self._commit()
             return report
+
+    def _index_encoder(self, progress: Progress):
+        """The encoder for an index job: loaded by the job only if a paper must be embedded,
+        when the index was built with the encoder of these settings (else loaded now)."""
+        from assistant.retrieval.index_encoder import deferred_index_encoder
+
+        deferred = deferred_index_encoder(
+            index_dir_for(self.db_path),
+            self.settings.encoder or None,
+            self.settings.max_length,
+            lambda: self.load_encoder(progress),
+            device=self.settings.device,
+        )
+        return deferred if deferred is not None else self.load_encoder(progress)
 
     def import_files(
         self,

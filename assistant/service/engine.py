@@ -125,6 +125,14 @@ def open_library(path: Path | str) -> Library:
     return Library(Path(path))
 
 
+def import_paths(*args, **kwargs) -> ImportReport:
+    """``library.importers.import_paths``, imported on first use (the importers and their
+    parsers are not loaded by every command)."""
+    from assistant.library.importers import import_paths as run
+
+    return run(*args, **kwargs)
+
+
 def label_new_citations(library: Library, report: ImportReport) -> None:
     """Label the intents of the citation edges an import added (only unlabelled rows); without
     the intent model they stay unlabelled and the report says so."""
@@ -376,8 +384,6 @@ class Service:
         """Import BibTeX/RIS/CSL-JSON/PDF files or folders (one transaction), then, with ``index``,
         update the index. A cancelled import rolls back and raises ``Cancelled``; a cancelled
         indexing after a committed import raises ``Cancelled`` too (the import stays)."""
-        from assistant.library.importers import import_paths  # not at every start
-
         with self._job_lock:
             report = import_paths(
                 self.library,

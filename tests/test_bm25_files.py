@@ -88,3 +88,12 @@ def test_an_update_without_new_words_keeps_the_vocabulary_file_byte_for_byte(tmp
     loaded = BM25Index.load(tmp_path / "c").model.vocab_dict
     assert "zeppelin" in loaded and loaded == new_word.model.vocab_dict
     assert "zeppelin" not in stored.model.vocab_dict  # a word none of TEXTS has
+
+
+def test_a_vocabulary_file_replaced_since_it_was_read_is_not_copied(tmp_path):
+    BM25Index.build([3, 5, 8, 13], TEXTS, BM25Params()).save(tmp_path / "a")
+    stored = BM25Index.load(tmp_path / "a", counts=True)
+    update = stored.updated([], [5], ["Unbiased learning to rank from click feedback."])
+    (tmp_path / "a" / "vocab.index.json").write_text('{"": 0, "other": 1}')  # another writer
+    update.save(tmp_path / "b")
+    assert BM25Index.load(tmp_path / "b").model.vocab_dict == stored.model.vocab_dict

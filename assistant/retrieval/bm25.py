@@ -250,7 +250,7 @@ class BM25Index:
             merged = TermCounts.from_keys(keys, tf, doclen, len(vocab))
         index = BM25Index.from_counts(ids, merged, vocab, self.params)
         if len(vocab) == len(self.model.vocab_dict):  # no new word: the same vocabulary file
-            index.model.vocab_file = self.model.vocab_file
+            index.model.same_vocabulary_as(self.model)
         return index
 
     @classmethod

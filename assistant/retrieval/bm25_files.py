@@ -87,8 +87,15 @@ class ScoreMatrix:
         self.scores = scores
         self.vocab_dict = vocab
         #: a file holding exactly ``vocab`` (the one it was read from): saved by copying its
-        #: bytes instead of encoding 100k words again (an update that added no word)
+        #: bytes instead of encoding 100k words again (an update that added no word), unless
+        #: the file changed since it was read (its size, mtime or inode)
         self.vocab_file = vocab_file
+        self._vocab_stamp = _stamp(vocab_file) if vocab_file is not None else None
+
+    def same_vocabulary_as(self, other: ScoreMatrix) -> None:
+        """``other``'s vocabulary file holds this matrix's vocabulary too (an update that added
+        no word): :meth:`save` copies it."""
+        self.vocab_file, self._vocab_stamp = other.vocab_file, other._vocab_stamp
 
     def save(self, directory: str | Path) -> None:
         """The files ``bm25s.BM25.save`` writes (no corpus)."""
@@ -96,8 +103,9 @@ class ScoreMatrix:
         directory.mkdir(parents=True, exist_ok=True)
         for name, key in ((DATA, "data"), (INDICES, "indices"), (INDPTR, "indptr")):
             np.save(directory / name, self.scores[key], allow_pickle=False)
-        if self.vocab_file is not None and self.vocab_file.is_file():
-            filewrite.write_bytes(directory / VOCAB, self.vocab_file.read_bytes())
+        source, stamp = self.vocab_file, self._vocab_stamp
+        if source is not None and stamp is not None and _stamp(source) == stamp:
+            filewrite.write_bytes(directory / VOCAB, source.read_bytes())
         else:
             vocab = json.dumps(self.vocab_dict, ensure_ascii=False, separators=(",", ":"))
             filewrite.write_text(directory / VOCAB, vocab)
@@ -126,3 +134,11 @@ class ScoreMatrix:
         if not isinstance(scores["num_docs"], int | None) or isinstance(scores["num_docs"], bool):
             raise ValueError(f"num_docs is {scores['num_docs']!r}")
         return cls(params.get("k1", 1.5), params.get("b", 0.75), scores, vocab, directory / VOCAB)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino)

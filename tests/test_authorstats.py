@@ -103,3 +103,15 @@ def test_a_cache_with_inconsistent_arrays_is_not_used(tmp_path, broken):
     table.save(cache, signature)
     assert AuthorTable.load(cache, signature) is None
     lib.close()
+
+
+def test_a_fifo_in_place_of_the_cache_is_never_opened(tmp_path):
+    import os
+
+    lib = make_library(tmp_path / "lib.sqlite", SAMPLE_BIB, limit=20)
+    cache = tmp_path / authorstats.CACHE_FILE
+    os.mkfifo(cache)  # opening it for reading would block for ever
+    key = next(iter(name_keys(lib.get(sorted(lib.paper_versions())[0]).authors)))
+    assert LibraryView(lib, cache).idf(key) == LibraryStats.build(lib).idf(key)
+    assert not cache.is_file()  # left as it was: not replaced by the build either
+    lib.close()

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import stat
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -102,8 +104,11 @@ class AuthorTable:
 
     @classmethod
     def load(cls, path: Path, signature: Iterable) -> AuthorTable | None:
-        """The table saved at ``path`` for this ``signature`` (None: missing, stale, unreadable)."""
+        """The table saved at ``path`` for this ``signature`` (None: missing, stale, unreadable,
+        or not a regular file: a FIFO or a link is never opened)."""
         try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return None
             with np.load(path, allow_pickle=False) as data:
                 meta = json.loads(str(data["meta"]))
                 if meta.get("format") != FORMAT or meta.get("signature") != list(signature):

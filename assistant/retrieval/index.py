@@ -249,7 +249,7 @@ def _build_index(
 
 def _prepare_folder(paths: IndexPaths, rebuild: bool) -> None:
     if rebuild:  # whatever is there (damaged, foreign, a FIFO, a folder): removed unread
-        for name in ("meta.json", "dense", "bm25", "bm25.tmp", "bm25.old"):
+        for name in ("meta.json", "dense", "bm25", "bm25.tmp", "bm25.old", "authors.npz"):
             filewrite.remove(paths.root / name)
     else:
         index_files.check_folder(paths.root)

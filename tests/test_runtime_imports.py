@@ -63,8 +63,8 @@ def test_no_product_module_defaults_to_the_checkouts_neighbour_folders():
 
 
 def test_declared_dependencies_cover_the_third_party_imports_of_the_runtime():
-    """spaCy and SciPy are imported by the product (abbreviations; bm25s's sparse index), so
-    they are declared, not left to arrive with another package."""
+    """spaCy and SciPy are imported by the product (abbreviations; ``bench scale`` and the
+    trainers' sparse matrices), so they are declared, not left to arrive with another package."""
     import tomllib
 
     deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
@@ -73,4 +73,13 @@ def test_declared_dependencies_cover_the_third_party_imports_of_the_runtime():
     }
     assert {"spacy", "scipy", "rich", "filelock"} <= names
     assert not names & {"psutil", "scikit-learn"}, names
-    assert "scipy" in _loaded(PROBE)  # bm25s pulls it in on the runtime path
+
+
+def test_the_product_import_path_loads_neither_bm25s_nor_scipy():
+    """The BM25 index is read and written without bm25s (``retrieval.bm25_files``), which
+    pulled in scipy.sparse, tqdm and asyncio on every start (issue 32: cold start-up)."""
+    loaded = _loaded(PROBE)
+    assert "numpy" in loaded and "faiss" in loaded  # the probe imported the retrieval stack
+    assert not loaded & {"bm25s", "scipy", "tqdm", "sqlite_utils"}, sorted(
+        loaded & {"bm25s", "scipy", "tqdm", "sqlite_utils"}
+    )

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from assistant.inference.registry import DEFAULT_ENCODER
-from assistant.inference.session import OnnxTextModel, ProgressFn, clean_texts
+from assistant.inference.registry import DEFAULT_ENCODER, ModelManifest, find_model_dir
+from assistant.inference.runtime import precision_of, resolve_device
+from assistant.inference.session import OnnxTextModel, ProgressFn, choose_file, clean_texts
 from assistant.progress import Progress
 
 
@@ -24,10 +26,7 @@ class Encoder(OnnxTextModel):
     @property
     def fingerprint(self) -> str:
         """Identifies model weights + precision + max length (an index built with another is stale)."""
-        digest = (
-            self.manifest.files.get("int8" if self.info.precision == "int8" else "fp32") or ""
-        )[:16]
-        return f"{self.name}:{self.info.precision}:{digest}:L{self.max_length}"
+        return fingerprint_of(self.manifest, self.info.precision, self.max_length)
 
     def encode(
         self,
@@ -70,3 +69,51 @@ def load_encoder(
         max_length=max_length,
         progress=progress,
     )
+
+
+def fingerprint_of(manifest: ModelManifest, precision: str, max_length: int) -> str:
+    """:attr:`Encoder.fingerprint` of a model folder run at ``precision`` and ``max_length``."""
+    digest = (manifest.files.get("int8" if precision == "int8" else "fp32") or "")[:16]
+    return f"{manifest.name}:{precision}:{digest}:L{max_length}"
+
+
+@dataclass(frozen=True)
+class EncoderPlan:
+    """What :func:`load_encoder` would load, read from the model's manifest alone (no ONNX
+    session, no tokenizer): enough to tell whether an index is current without loading it."""
+
+    manifest: ModelManifest
+    precision: str
+    max_length: int
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest.dim)
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint_of(self.manifest, self.precision, self.max_length)
+
+
+def plan_encoder(
+    name: str | os.PathLike | None = None,
+    device: str = "auto",
+    precision: str = "auto",
+    *,
+    max_length: int | None = None,
+) -> EncoderPlan | None:
+    """The :class:`EncoderPlan` of ``load_encoder(name, device, precision, max_length=...)`` on
+    the CPU; None where only loading can tell (a model not built yet, a CUDA device)."""
+    folder = find_model_dir(name or DEFAULT_ENCODER)
+    if folder is None or resolve_device(device)[0] != "cpu":
+        return None
+    manifest = ModelManifest.load(folder)
+    if manifest.kind != Encoder.kind:
+        return None
+    length = int(min(max_length or manifest.max_length, manifest.max_length))
+    path, _, _ = choose_file(manifest, "cpu", precision)
+    return EncoderPlan(manifest, precision_of(path), length)

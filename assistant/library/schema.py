@@ -10,10 +10,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from assistant.errors import AssistantError
+
+if TYPE_CHECKING:  # imported by the migrations that need it (~0.1 s: not on every start)
+    import sqlite_utils
 
 _V1 = """
 CREATE TABLE papers (
@@ -311,6 +313,8 @@ def migrate(conn: sqlite3.Connection) -> int:
         try:
             step = MIGRATIONS[target - 1]
             if callable(step):
+                import sqlite_utils
+
                 step(sqlite_utils.Database(conn))
             else:
                 for statement in _statements(step):

@@ -51,6 +51,23 @@ class LibraryStatistics:
             )
         }
 
+    def citing_counts_of(self, paper_ids: Iterable[int]) -> dict[int, int]:
+        """:meth:`citing_counts` of ``paper_ids`` only (papers never cited are left out)."""
+        ids = [int(p) for p in paper_ids]
+        out: dict[int, int] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                (int(cited), int(n))
+                for cited, n in self.conn.execute(
+                    "SELECT cited_id, COUNT(DISTINCT citing_id) FROM citations "
+                    f"WHERE cited_id IN ({marks}) GROUP BY cited_id",
+                    chunk,
+                )
+            )
+        return out
+
     def author_lists(self) -> Iterator[list]:
         """The author list (``"Last, First"`` strings) of each paper outside the trash, in
         storage order; a list that is not readable JSON is left out."""

@@ -73,8 +73,9 @@ class LibraryStats:
     _near: dict[frozenset[str], frozenset[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def build(cls, library) -> LibraryStats:
-        """One pass over the library's authors and citation edges (about 1 s per 100k papers)."""
+    def build(cls, library, citations: bool = True) -> LibraryStats:
+        """One pass over the library's authors and (``citations``) citation edges (about 2 CPU-s
+        per 100k papers: ``retrieval.authorstats`` caches the author part)."""
         stats = cls()
         co: dict[str, set[str]] = defaultdict(set)
         for authors in library.author_lists():
@@ -88,11 +89,25 @@ class LibraryStats:
                 for key in keys:
                     co[key].update(keys)
         stats.coauthors = dict(co)
-        stats.cited_count = library.citing_counts()
+        stats.cited_count = library.citing_counts() if citations else {}
         return stats
 
     def idf(self, key: str) -> float:
         return math.log((1 + self.papers) / (1 + self.name_df.get(key, 0)))
+
+    def near(self, mine: frozenset[str]) -> frozenset[str]:
+        """:func:`neighbourhood` of the manuscript's author keys (remembered per author set)."""
+        near = self._near.get(mine)
+        if near is None:
+            near = frozenset(neighbourhood(set(mine), self)) if mine else frozenset()
+            if len(self._near) > 256:
+                self._near.clear()
+            self._near[mine] = near
+        return near
+
+    def cited_counts(self, paper_ids: Iterable[int]) -> dict[int, int]:
+        """``paper id -> citing papers`` for ``paper_ids``."""
+        return {int(i): self.cited_count.get(int(i), 0) for i in paper_ids}
 
 
 def neighbourhood(authors: set[str], stats: LibraryStats) -> set[str]:
@@ -109,14 +124,14 @@ def signals(
     authors: Sequence[str] = (),
     year: int | None = None,
 ) -> list[list[float]]:
-    """One row of :data:`SIGNALS` per candidate paper (``id``, ``authors``, ``year`` attributes)."""
+    """One row of :data:`SIGNALS` per candidate paper (``id``, ``authors``, ``year`` attributes).
+
+    ``stats``: a :class:`LibraryStats` or anything with its ``idf``, ``near`` and
+    ``cited_counts`` (``retrieval.authorstats.LibraryView``, which reads the author statistics
+    only when ``authors`` names someone)."""
     mine = _name_keys(tuple(authors))
-    near = stats._near.get(mine)
-    if near is None:
-        near = frozenset(neighbourhood(set(mine), stats)) if mine else frozenset()
-        if len(stats._near) > 256:
-            stats._near.clear()
-        stats._near[mine] = near
+    near = stats.near(mine) if mine else frozenset()
+    cited = stats.cited_counts([int(p.id) for p in candidates])
     rows = []
     for paper in candidates:
         theirs = _name_keys(tuple(paper.authors or ()))
@@ -130,7 +145,7 @@ def signals(
                 math.copysign(math.log1p(abs(gap)), gap),
                 1.0 if year and paper.year else 0.0,
                 1.0 if year and paper.year and paper.year > year else 0.0,
-                math.log1p(stats.cited_count.get(int(paper.id), 0)),
+                math.log1p(cited[int(paper.id)]),
             ]
         )
     return rows

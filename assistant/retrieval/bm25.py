@@ -1,4 +1,5 @@
-"""Tunable BM25 over ``Paper.lexical_text()`` (title + abstract + keywords), built with bm25s.
+"""Tunable BM25 over ``Paper.lexical_text()`` (title + abstract + keywords), stored in bm25s's
+file format (``retrieval.bm25_files``; bm25s itself is not imported).
 
 Tokens: lower-cased ``\\w\\w+`` words, English stopwords dropped, Snowball-stemmed (PyStemmer).
 Queries are weighted bags of tokens so that the focus sentence and its supporting text
@@ -16,11 +17,10 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-import bm25s
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 
 from assistant import filewrite
+from assistant.retrieval.bm25_files import STOPWORDS_EN, ScoreMatrix
 
 try:  # PyStemmer: the stemmer bm25s recommends
     import Stemmer as _pystemmer
@@ -146,9 +146,15 @@ class TermCounts:
         avg = self.doclen.astype(np.int64).mean() if n else 1.0
         with np.errstate(divide="ignore", invalid="ignore"):
             norm = (k1 * ((1 - b) + b * self.doclen.astype(np.float64) / avg)).astype(np.float32)
+        # idf[col] * (tf / (norm[row] + tf)), the same float32 operations as one expression,
+        # in three arrays instead of seven (an update pays for every fresh page it touches)
         tf = self.tf.astype(np.float32)
-        cols = np.repeat(np.arange(len(df), dtype=np.int32), df)
-        return idf[cols] * (tf / (norm[self.indices] + tf))
+        den = norm[self.indices]
+        den += tf
+        np.divide(tf, den, out=tf)
+        out = np.repeat(idf, df)  # idf of each entry's column
+        out *= tf
+        return out
 
 
 class BM25Index:
@@ -156,7 +162,7 @@ class BM25Index:
 
     def __init__(
         self,
-        model: bm25s.BM25,
+        model: ScoreMatrix,
         ids: np.ndarray,
         params: BM25Params,
         counts: TermCounts | None = None,
@@ -166,7 +172,7 @@ class BM25Index:
         self.params = params
         self.counts = counts  # None for an index saved without them (then rebuilt, not updated)
         self.analyzer = Analyzer(stem=params.stem)
-        self._row_of = {int(pid): row for row, pid in enumerate(self.ids)}
+        self._row_of: dict[int, int] | None = None  # made on the first row_of (not per query)
 
     # --- building ---------------------------------------------------------------------------
     @staticmethod
@@ -191,18 +197,15 @@ class BM25Index:
     def from_counts(
         cls, ids: Sequence[int], counts: TermCounts, vocab: dict[str, int], params: BM25Params
     ) -> BM25Index:
-        """The bm25s model of these counts (the same matrix ``bm25s.BM25.index`` builds,
+        """The score matrix of these counts (the same matrix ``bm25s.BM25.index`` builds,
         ``method="lucene"``, vectorised: no Python loop over the documents)."""
-        model = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
-        model.scores = {
+        scores = {
             "data": counts.scores(params.k1, params.b),
             "indices": counts.indices,
             "indptr": counts.indptr,
             "num_docs": len(counts.doclen),
         }
-        model.vocab_dict = vocab
-        model.unique_token_ids_set = set(vocab.values())
-        model.nonoccurrence_array = None
+        model = ScoreMatrix(params.k1, params.b, scores, vocab)
         return cls(model, np.asarray(ids, dtype=np.int64), params, counts)
 
     def updated(
@@ -245,7 +248,10 @@ class BM25Index:
             keys = np.insert(keys, where, add_k)
             tf = np.insert(counts.tf[kept], where, add_t)
             merged = TermCounts.from_keys(keys, tf, doclen, len(vocab))
-        return BM25Index.from_counts(ids, merged, vocab, self.params)
+        index = BM25Index.from_counts(ids, merged, vocab, self.params)
+        if len(vocab) == len(self.model.vocab_dict):  # no new word: the same vocabulary file
+            index.model.same_vocabulary_as(self.model)
+        return index
 
     @classmethod
     def build(
@@ -261,7 +267,7 @@ class BM25Index:
     def save(self, directory: Path | str) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.model.save(str(directory), show_progress=False)
+        self.model.save(directory)
         np.save(directory / "ids.npy", self.ids)
         if self.counts is not None:
             np.save(directory / "tf.npy", self.counts.tf)
@@ -287,12 +293,10 @@ class BM25Index:
             raise FileNotFoundError(f"no BM25 index in {directory} (run `assistant index`)")
         meta = index_files.load_json(meta_path)
         with index_files.reading(directory):
-            model = bm25s.BM25.load(str(directory), mmap=mmap, show_progress=False, verbosity=0)
+            model = ScoreMatrix.load(directory, mmap=mmap)
             params = BM25Params(float(meta["k1"]), float(meta["b"]), bool(meta.get("stem", True)))
         ids = index_files.load_npy(directory / "ids.npy")
-        n_docs = (
-            int(model.scores.get("num_docs", len(ids))) if hasattr(model, "scores") else len(ids)
-        )
+        n_docs = int(model.scores.get("num_docs") or len(ids))
         index_files.expect(
             ids.ndim == 1 and ids.dtype.kind in "iu" and len(ids) == n_docs,
             directory / "ids.npy",
@@ -301,7 +305,7 @@ class BM25Index:
         return cls(model, ids, params, cls._load_counts(directory, model) if counts else None)
 
     @staticmethod
-    def _load_counts(directory: Path, model: bm25s.BM25) -> TermCounts | None:
+    def _load_counts(directory: Path, model: ScoreMatrix) -> TermCounts | None:
         from assistant.retrieval import index_files
 
         tf_path, len_path = directory / "tf.npy", directory / "doclen.npy"
@@ -364,6 +368,8 @@ class BM25Index:
         return top_k(scores, self.ids, k, mask)
 
     def row_of(self, paper_id: int) -> int | None:
+        if self._row_of is None:
+            self._row_of = {int(pid): row for row, pid in enumerate(self.ids.tolist())}
         return self._row_of.get(int(paper_id))
 
 

@@ -256,7 +256,7 @@ def _prepare_folder(paths: IndexPaths, rebuild: bool) -> None:
     if rebuild:  # whatever is there (damaged, foreign, a FIFO, a folder): removed unread
         for path in (paths.meta, paths.dense, paths.bm25):  # another encoder's dense index stays
             filewrite.remove(path)
-        for name in ("bm25.tmp", "bm25.old"):
+        for name in ("bm25.tmp", "bm25.old", "authors.npz"):
             filewrite.remove(paths.root / name)
     else:
         index_files.check_folder(paths.root)

@@ -130,9 +130,14 @@ def _update_bm25(job: IndexJob, bm25: BM25Index, papers: list, removed: list[int
     old_years = index_files.load_npy(job.paths.bm25 / "years.npy")  # checked by _load_bm25
     new_ids = [int(p.id) for p in papers]
     updated = bm25.updated(removed, new_ids, [p.lexical_text() for p in papers])
-    year_of = dict(zip(bm25.ids.tolist(), old_years.tolist()))
-    year_of.update((int(p.id), int(p.year) if p.year else -1) for p in papers)
-    years = np.asarray([year_of[i] for i in updated.ids.tolist()], dtype=np.int32)
+    # each kept paper's stored year, then the re-read papers' (both id lists ascending)
+    years = np.full(len(updated.ids), -1, dtype=np.int32)
+    at = np.searchsorted(updated.ids, bm25.ids)
+    kept = at < len(updated.ids)
+    kept[kept] = updated.ids[at[kept]] == bm25.ids[kept]
+    years[at[kept]] = old_years[kept]
+    for p in papers:
+        years[int(np.searchsorted(updated.ids, int(p.id)))] = int(p.year) if p.year else -1
     write_bm25(job, updated, years)
 
 

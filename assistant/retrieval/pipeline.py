@@ -160,7 +160,7 @@ class Recommender:
         self._lock = threading.Lock()
         self._rerankers: dict[str, Reranker] = {}
         self._rankers: dict[str, object] = {}
-        self._stats = None  # bibsignals.LibraryStats, built on the first ranked query
+        self._stats = None  # authorstats.LibraryView, made on the first ranked query
         self._rerank_cache: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._intent_fn = intent_labeller
 
@@ -268,11 +268,13 @@ class Recommender:
             )
 
     def library_stats(self):
-        """The library-wide author/citation statistics of the bibliographic signals (cached)."""
+        """The library-wide author/citation numbers of the bibliographic signals, read on
+        demand (``retrieval.authorstats``: the author part cached next to the index)."""
         if self._stats is None:
-            from assistant.retrieval.bibsignals import LibraryStats
+            from assistant.retrieval.authorstats import CACHE_FILE, LibraryView
 
-            self._stats = LibraryStats.build(self.library)
+            paths = getattr(self.searcher, "paths", None)
+            self._stats = LibraryView(self.library, paths.root / CACHE_FILE if paths else None)
         return self._stats
 
     def ranker_features(self, pre: Prefilter, query: Query, items: list[Recommendation]):

@@ -38,8 +38,6 @@ from pathlib import Path
 from assistant.config import default_db_path
 from assistant.errors import AssistantError, Cancelled
 from assistant.inference.encoder import Encoder
-from assistant.library.export import paper_to_bibtex
-from assistant.library.importers import import_paths
 from assistant.library.models import ImportIssue, ImportReport, Paper
 from assistant.library.store import Library
 from assistant.progress import CancelCheck, Progress, ProgressEvent, never_cancelled, no_progress
@@ -138,12 +136,22 @@ class _Snapshot:
 
 def paper_bibtex(paper: Paper) -> str:
     """The BibTeX entry of one library paper, with its stable citekey."""
+    from assistant.library.export import paper_to_bibtex  # the BibTeX writer: not at start-up
+
     return paper_to_bibtex(paper)
 
 
 def open_library(path: Path | str) -> Library:
     """A connection to a library file (created when missing); raises ``LibraryOpenError``."""
     return Library(Path(path))
+
+
+def import_paths(*args, **kwargs) -> ImportReport:
+    """``library.importers.import_paths``, imported on first use (the importers and their
+    parsers are not loaded by every command)."""
+    from assistant.library.importers import import_paths as run
+
+    return run(*args, **kwargs)
 
 
 def label_new_citations(library: Library, report: ImportReport) -> None:
@@ -401,7 +409,7 @@ class Service(TierMixin):
                 )
             snapshot = self._snapshot
             tier = tier or (snapshot.tier if snapshot is not None else self.tier().active)
-            encoder = self.load_encoder(progress, tier=tier)
+            encoder = self._encoders.get(tier) or self._index_encoder(progress, tier)
             progress(ProgressEvent(0, None, "index", f"Indexing the library ({tier} tier)…"))
             if self.settings.index_batch_size:
                 options.setdefault("batch_size", self.settings.index_batch_size)
@@ -413,6 +421,20 @@ class Service(TierMixin):
                 progress(ProgressEvent(0, None, "index", "Loading the recommender…"))
                 self._commit()
             return report
+
+    def _index_encoder(self, progress: Progress, tier: str):
+        """The encoder for an index job on ``tier``: loaded by the job only if a paper must be
+        embedded, when the index was built with the encoder of these settings (else loaded now)."""
+        from assistant.retrieval.index_encoder import deferred_index_encoder
+
+        deferred = deferred_index_encoder(
+            tier_paths(self.db_path, tier),
+            BEST_ENCODER if tier == BEST else self.settings.encoder or None,
+            self.settings.max_length,
+            lambda: self.load_encoder(progress, tier=tier),
+            device=self.settings.device,
+        )
+        return deferred if deferred is not None else self.load_encoder(progress, tier=tier)
 
     def import_files(
         self,

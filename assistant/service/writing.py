@@ -35,6 +35,7 @@ from assistant.retrieval.query import Query, build_query, detect_mode
 from assistant.service.chips import chip_texts
 from assistant.service.engine import Service
 from assistant.service.exclusions import manuscript_cited_ids, own_ids
+from assistant.service.queries import query_for_text  # noqa: F401  (re-exported here too)
 
 log = logging.getLogger(__name__)
 
@@ -45,31 +46,6 @@ MAX_RECOMMEND = 40
 
 
 # --- queries ---------------------------------------------------------------------------------
-def query_for_text(
-    text: str,
-    mode: str = "auto",
-    title: str | None = None,
-    abstract: str | None = None,
-    authors: Sequence[str] = (),
-    year: int | None = None,
-    context: str | None = None,
-) -> Query:
-    """The query for a passage (CLI ``recommend TEXT``), built by the one builder
-    (``retrieval.query.build_query``: ``auto`` resolved by ``detect_mode``). Raises
-    ``EmptyQueryError`` when there is nothing to search."""
-    query = build_query(
-        text or "",
-        mode,
-        title=title,
-        abstract=abstract,
-        context=context,
-        authors=tuple(authors),
-        year=year,
-    )
-    query.parts()  # an empty query fails here, before any model loads
-    return query
-
-
 def query_for_selection(
     document: str,
     sel_start: int,

@@ -4,11 +4,13 @@ per session; runs on a clean clone) and small real ACM-DL libraries (need ../sha
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from assistant.config import RESOURCES_DIR
+from assistant.config import RESOURCES_DIR, index_dir_for
 from assistant.library.models import Citation, Paper
 from assistant.library.store import Library
 
@@ -163,3 +165,14 @@ def sample_library(tmp_path_factory):
         lib=lib, encoder=encoder, manuscript=manuscript.id, cited=[p.id for p in cited]
     )
     lib.close()
+
+
+def copy_sample_library(sample_library, folder: Path) -> Path:
+    """A private copy of the indexed sample library (its database, WAL and all, and its index
+    folder) in ``folder``, for tests that edit it; the session's library stays as it is."""
+    db = folder / "lib.sqlite"
+    target = sqlite3.connect(db)
+    sample_library.lib.conn.backup(target)
+    target.close()
+    shutil.copytree(index_dir_for(sample_library.lib.path), index_dir_for(db))
+    return db

@@ -7,15 +7,13 @@ sqlite_utils (only a schema migration needs it), nor the importers and the manus
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
 import pytest
 from conftest import REPO_ROOT
-from retrieval_helpers import sample_library  # noqa: F401
+from retrieval_helpers import copy_sample_library, sample_library  # noqa: F401
 
-from assistant.config import index_dir_for
 from assistant.library.editing import edit_paper
 from assistant.library.store import Library
 
@@ -59,11 +57,7 @@ def _run(*args: str) -> tuple[str, set[str]]:
 @pytest.fixture
 def library_copy(sample_library, tmp_path):
     """The indexed sample library, copied (the shared one stays as it is)."""
-    db = tmp_path / "lib.sqlite"
-    sample_library.lib.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    shutil.copy2(sample_library.lib.path, db)
-    shutil.copytree(index_dir_for(sample_library.lib.path), index_dir_for(db))
-    return db
+    return copy_sample_library(sample_library, tmp_path)
 
 
 def test_a_cold_recommend_runs_the_whole_product_without_the_heavy_imports(library_copy):

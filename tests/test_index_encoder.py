@@ -4,10 +4,8 @@ session; an edited abstract loads it, with the fingerprint the index was checked
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from retrieval_helpers import sample_library  # noqa: F401
+from retrieval_helpers import copy_sample_library, sample_library  # noqa: F401
 
 from assistant.config import index_dir_for
 from assistant.inference.encoder import plan_encoder
@@ -19,11 +17,7 @@ from assistant.service import Service, ServiceSettings
 
 @pytest.fixture
 def library_copy(sample_library, tmp_path):
-    db = tmp_path / "lib.sqlite"
-    sample_library.lib.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    shutil.copy2(sample_library.lib.path, db)
-    shutil.copytree(index_dir_for(sample_library.lib.path), index_dir_for(db))
-    return db
+    return copy_sample_library(sample_library, tmp_path)
 
 
 def test_the_plan_has_the_loaded_encoders_fingerprint(sample_library):

@@ -4,15 +4,12 @@ answer as computing afresh, and forgets what a change to the library or the draf
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from retrieval_helpers import sample_library  # noqa: F401 - session fixture
+from retrieval_helpers import copy_sample_library, sample_library  # noqa: F401 - session fixture
 
-from assistant.config import index_dir_for
 from assistant.documents import abbreviations
 from assistant.library.editing import edit_paper
 from assistant.library.models import Citation
@@ -38,13 +35,7 @@ class CountingReranker:
 @pytest.fixture
 def own_copy(sample_library, tmp_path):
     """A private copy of the indexed sample library (these tests edit it)."""
-    src = sample_library.lib.path
-    dst = tmp_path / "lib.sqlite"
-    target = sqlite3.connect(dst)
-    sample_library.lib.conn.backup(target)  # WAL and all
-    target.close()
-    shutil.copytree(index_dir_for(src), index_dir_for(dst))
-    lib = Library(dst)
+    lib = Library(copy_sample_library(sample_library, tmp_path))
     yield lib, sample_library.encoder
     lib.close()
 

@@ -39,6 +39,27 @@ def _session_models_dir(factory) -> Path:
     return _MODELS_DIR
 
 
+def sample_imported_by_cli(factory, name: str) -> dict[str, str]:
+    """The bundled sample library imported and indexed through the CLI, as a user would, in a
+    new home folder ``name``: the environment (home, database, models) that points at it."""
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+
+    home = factory.mktemp(name)
+    env = {
+        "ASSISTANT_HOME": str(home),
+        "ASSISTANT_DB": str(home / "library.sqlite"),
+        "ASSISTANT_MODELS": str(_session_models_dir(factory)),
+    }
+    sample_bib = REPO_ROOT / "assistant" / "resources" / "sample" / "library.bib"
+    runner = CliRunner()
+    for args in (["library", "import", str(sample_bib), "-q"], ["index", "-q"]):
+        result = runner.invoke(main, args, env=env)
+        assert result.exit_code == 0, result.output
+    return env
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

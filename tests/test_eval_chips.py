@@ -8,25 +8,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO_ROOT, _session_models_dir
+from conftest import sample_imported_by_cli
 
 from assistant.cli import main
-
-SAMPLE_BIB = REPO_ROOT / "assistant" / "resources" / "sample" / "library.bib"
 
 
 @pytest.fixture(scope="module")
 def sample_env(tmp_path_factory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("chips-home")
-    env = {
-        "ASSISTANT_HOME": str(home),
-        "ASSISTANT_DB": str(home / "library.sqlite"),
-        "ASSISTANT_MODELS": str(_session_models_dir(tmp_path_factory)),
-    }
-    for args in (["library", "import", str(SAMPLE_BIB), "-q"], ["index", "-q"]):
-        result = CliRunner().invoke(main, args, env=env)
-        assert result.exit_code == 0, result.output
-    return env
+    return sample_imported_by_cli(tmp_path_factory, "chips-home")
 
 
 def test_eval_chips_reports_the_shown_labels(sample_env, acm_dev_dir, monkeypatch):

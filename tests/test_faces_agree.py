@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO_ROOT, _session_models_dir
+from conftest import REPO_ROOT, sample_imported_by_cli
 
 from assistant.cli import main
 from assistant.service import (
@@ -34,17 +34,7 @@ CITED = {"wang2016learningc", "ai2018unbiasedb"}
 @pytest.fixture(scope="module")
 def sample_env(tmp_path_factory) -> dict[str, str]:
     """The sample library imported and indexed once (through the CLI, as a user would)."""
-    home = tmp_path_factory.mktemp("faces-home")
-    env = {
-        "ASSISTANT_HOME": str(home),
-        "ASSISTANT_DB": str(home / "library.sqlite"),
-        "ASSISTANT_MODELS": str(_session_models_dir(tmp_path_factory)),
-    }
-    runner = CliRunner()
-    for args in (["library", "import", str(SAMPLE / "library.bib"), "-q"], ["index", "-q"]):
-        result = runner.invoke(main, args, env=env)
-        assert result.exit_code == 0, result.output
-    return env
+    return sample_imported_by_cli(tmp_path_factory, "faces-home")
 
 
 def _manuscript(db: Path, text: str):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO_ROOT, _session_models_dir
+from conftest import REPO_ROOT, sample_imported_by_cli
 
 from assistant.cli import main
 from assistant.service import (
@@ -46,17 +46,7 @@ TITLE = "Correcting Position Bias in Click-Based Learning to Rank for Personal S
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory) -> dict[str, str]:
     """The sample library imported and indexed once (through the CLI, as a user would)."""
-    home = tmp_path_factory.mktemp("sample-home")
-    env = {
-        "ASSISTANT_HOME": str(home),
-        "ASSISTANT_DB": str(home / "library.sqlite"),
-        "ASSISTANT_MODELS": str(_session_models_dir(tmp_path_factory)),
-    }
-    runner = CliRunner()
-    for args in (["library", "import", str(SAMPLE_BIB), "-q"], ["index", "-q"]):
-        result = runner.invoke(main, args, env=env)
-        assert result.exit_code == 0, result.output
-    return env
+    return sample_imported_by_cli(tmp_path_factory, "sample-home")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ of the file it loads (``model.onnx`` fp32, ``model.int8.onnx``, ``model.fp16.onn
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import warnings
@@ -273,6 +274,7 @@ def fallback_note(nodes: dict[str, dict[str, int]], wanted: str) -> str | None:
     return f"{count} of {total} nodes run on {where}, not {wanted.replace('ExecutionProvider', '')} ({', '.join(ops)})"
 
 
+@functools.cache  # the installed packages stay as they are for the process (read twice a command)
 def _distribution(name: str) -> str | None:
     from importlib import metadata
 

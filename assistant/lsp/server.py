@@ -198,7 +198,8 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
         self.loop = asyncio.get_running_loop()
         self._keys_event = asyncio.Event()
         self.loop.create_task(self._load_keys())
-        if self.recommend_enabled:
+        if self.recommend_enabled:  # one listener: _load_models runs again on library changes
+            self.backend.on_change(lambda: self.post(self._tier_changed))
             self.loop.create_task(self._load_models())
         else:
             self._status("off", "recommendations are switched off (--no-recommend)")
@@ -263,7 +264,6 @@ class CiteAssistServer(CommandsMixin, NavigationMixin, LanguageServer):
             self._status("ready", self.backend.describe())
 
     async def _load_models(self) -> None:
-        self.backend.on_change(lambda: self.post(self._tier_changed))
         self._status("loading", "loading the recommendation models")
         token = await self._progress_begin("Cite-Assist", "Loading the recommendation models")
 

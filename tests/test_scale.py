@@ -99,3 +99,24 @@ def test_bench_scale_on_a_tiny_library(tmp_path):
     assert 0.0 <= out["recall"]["hnsw"]["recall_at_100"] <= 1.0
     assert out["rss_mb"]["peak_whole_run"] > 0
     assert not list((tmp_path / "scale").glob("library.sqlite*"))  # removed unless --keep
+
+
+def test_a_kept_bench_library_leaves_its_report_and_serves_in_a_fresh_process(tmp_path):
+    """``--keep --dir``: the figures so far are in ``scale-report.json`` (written after each
+    step); an HNSW library's recall is measured on its own graph (no second build); and
+    ``measure_serving`` (``tools/bench_serve_scale.py``) serves the kept library."""
+    from assistant.evaluation.scale_bench import measure_serving
+
+    workdir = tmp_path / "scale"
+    args = ["bench", "scale", "--papers", "300", "--queries", "3", "--no-product"]
+    args += ["--kind", "hnsw", "--recall", "hnsw", "--dir", str(workdir), "--keep"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout[result.stdout.index("{") :])
+    report = json.loads((workdir / "scale-report.json").read_text(encoding="utf-8"))
+    assert report == {k: v for k, v in out.items() if k != "load_avg"}
+    assert out["index"]["kind"] == "hnsw" and out["recall"]["hnsw"]["build_s"] is None
+    served = measure_serving(workdir / "library.sqlite", 10)
+    for name in ("prefilter_ranker_first_pass", "prefilter_ranker_warm", "product"):
+        assert served[name]["p95_ms"] >= served[name]["p50_ms"] > 0, name
+    assert served["rss_after_product_mb"] >= served["rss_after_ranker_mb"] > 0

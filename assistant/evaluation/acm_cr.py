@@ -275,6 +275,11 @@ def evaluate_acm_cr(
                         "y": [1 if pid in doi_of and doi_of[pid] in relevant else 0 for pid in ids],
                         "relevant": sorted(relevant),
                         "dois": [doi_of.get(pid) for pid in ids],
+                        # what re-fusing and reranking it offline needs
+                        "bm25": pre.bm25,
+                        "dense": pre.dense,
+                        "focus": pre.parts.focus,
+                        "prefilter_ms": latency["prefilter"][-1],
                     }
                 )
             items = None

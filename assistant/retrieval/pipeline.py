@@ -463,14 +463,16 @@ def pipeline_config(
     reranker: str | None = "auto",
     ranker: str | None = "auto",
     use_intent: bool = True,
+    tier: str = "fast",
     **overrides,
 ) -> PipelineConfig:
     """THE pipeline-configuration factory (the service's settings, ``eval acm-cr``,
     ``bench query`` and the evaluation tools): the learned ranker and the cross-encoder resolved
     from their settings (``"auto"``: the shipped ones; ``None``/``"off"``: none; else a folder),
-    then ``overrides`` (any :class:`PipelineConfig` field)."""
+    then ``overrides`` (any :class:`PipelineConfig` field). ``tier``: the quality tier whose
+    shipped ranker and cross-encoder ``"auto"`` means (``service.quality``)."""
     from assistant.retrieval.ranker import resolve_ranker
     from assistant.retrieval.reranker_setting import resolve_reranker
 
-    config = PipelineConfig(ranker=resolve_ranker(ranker), use_intent=use_intent)
-    return replace(resolve_reranker(reranker).apply(config), **overrides)
+    config = PipelineConfig(ranker=resolve_ranker(ranker, tier), use_intent=use_intent)
+    return replace(resolve_reranker(reranker, tier).apply(config), **overrides)

@@ -102,25 +102,33 @@ def load_ranker(location: str | Path) -> LearnedRanker:
     )
 
 
-def shipped_ranker_dir() -> Path | None:
-    """The shipped ranker folder when it exists and is enabled by default."""
+#: the shipped ranker folder of each quality tier (``service.quality``): its features include
+#: the dense scores, so a tier with another encoder has a ranker fitted on that encoder's scores
+SHIPPED_RANKERS = {"fast": "ranker", "best": "ranker-best"}
+
+
+def shipped_ranker_dir(tier: str = "fast") -> Path | None:
+    """The shipped ranker folder of ``tier`` when it exists and is enabled by default (a tier
+    without its own falls back to the fast tier's)."""
     from assistant.config import SHIPPED_MODELS_DIR
 
-    path = SHIPPED_MODELS_DIR / "ranker" / "ranker.json"
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return path.parent if meta.get("enabled_by_default", True) else None
+    for name in dict.fromkeys((SHIPPED_RANKERS.get(tier, "ranker"), "ranker")):
+        path = SHIPPED_MODELS_DIR / name / "ranker.json"
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        return path.parent if meta.get("enabled_by_default", True) else None
+    return None
 
 
-def resolve_ranker(setting: str | None) -> str | None:
-    """``"auto"`` = the shipped ranker (if any), ``None``/``"off"``/``"none"`` = no ranker,
-    anything else = that folder or file."""
+def resolve_ranker(setting: str | None, tier: str = "fast") -> str | None:
+    """``"auto"`` = the shipped ranker of the quality ``tier`` (if any), ``None``/``"off"``/
+    ``"none"`` = no ranker, anything else = that folder or file."""
     if setting is None or setting.strip().lower() in ("", "off", "none"):
         return None
     if setting == "auto":
-        found = shipped_ranker_dir()
+        found = shipped_ranker_dir(tier)
         return str(found) if found else None
     return setting
 

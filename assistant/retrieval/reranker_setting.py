@@ -36,24 +36,30 @@ class RerankerSetting:
         return out
 
 
-def resolve_reranker(setting: str | None) -> RerankerSetting:
-    """``"auto"`` = the shipped cross-encoder when it is enabled by default (with its tuned
-    weight and head), ``None``/``""``/``"none"``/``"off"`` = no reranking, anything else = that
-    folder or model name (rerank every candidate, score only)."""
+def resolve_reranker(setting: str | None, tier: str = "fast") -> RerankerSetting:
+    """``"auto"`` = the shipped cross-encoder of the quality ``tier`` when it is enabled by
+    default (with its tuned weight and head), ``None``/``""``/``"none"``/``"off"`` = no
+    reranking, anything else = that folder or model name (rerank every candidate, score only)."""
     if setting is None or setting.strip().lower() in OFF:
         return RerankerSetting()
     if setting == "auto":
-        return shipped_reranker() or RerankerSetting()
+        return shipped_reranker(tier) or RerankerSetting()
     return RerankerSetting(setting)
 
 
-def shipped_reranker() -> RerankerSetting | None:
-    """The shipped cross-encoder enabled by default, else None (a manifest with
-    ``"enabled_by_default": false`` -- it did not help on the dev set -- is skipped)."""
+def shipped_reranker(tier: str = "fast") -> RerankerSetting | None:
+    """The shipped cross-encoder enabled by default for ``tier``, else None.
+
+    A manifest names the tier it was trained for (``"tier"``, default ``fast``); a tier without
+    its own uses the fast tier's. ``"by_tier": {tier: {"rerank_weight": w, "rerank_top": t}}``
+    overrides how the pipeline applies it on that tier (chosen by CV on that tier's order). A
+    manifest with ``"enabled_by_default": false`` -- it did not help on the dev set -- is
+    skipped."""
     from assistant.config import SHIPPED_MODELS_DIR
 
     if not SHIPPED_MODELS_DIR.is_dir():
         return None
+    found: dict[str, tuple[str, dict]] = {}
     for folder in sorted(SHIPPED_MODELS_DIR.iterdir()):
         manifest = folder / "manifest.json"
         try:
@@ -61,10 +67,14 @@ def shipped_reranker() -> RerankerSetting | None:
         except (OSError, ValueError):
             continue
         if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
-            weight, top = meta.get("rerank_weight"), meta.get("rerank_top")
-            return RerankerSetting(
-                str(folder),
-                float(weight) if isinstance(weight, (int, float)) else None,
-                int(top) if isinstance(top, int) and top > 0 else None,
-            )
-    return None
+            found.setdefault(str(meta.get("tier") or "fast"), (str(folder), meta))
+    folder, meta = found.get(tier) or found.get("fast") or (None, {})
+    if folder is None:
+        return None
+    knobs = {**meta, **((meta.get("by_tier") or {}).get(tier) or {})}
+    weight, top = knobs.get("rerank_weight"), knobs.get("rerank_top")
+    return RerankerSetting(
+        folder,
+        float(weight) if isinstance(weight, (int, float)) else None,
+        int(top) if isinstance(top, int) and top > 0 else None,
+    )

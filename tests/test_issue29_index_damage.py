@@ -65,7 +65,7 @@ def _damage(index: Path, case: str) -> Path:
     if case == "faiss-wrong-size":
         import faiss
 
-        from assistant.retrieval.index import make_faiss
+        from assistant.retrieval.index_layout import make_faiss
 
         vecs = np.ones((3, 5), np.float32)
         faiss.write_index(make_faiss(vecs, np.arange(1, 4), "flat"), str(faiss_path))

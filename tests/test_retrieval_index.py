@@ -140,7 +140,7 @@ def test_approximate_index_kinds(tiny, encoder, kind):
 
 
 def test_ivf_on_enough_vectors_finds_exact_match():
-    from assistant.retrieval.index import make_faiss
+    from assistant.retrieval.index_layout import make_faiss
 
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(3000, 16)).astype(np.float32)

@@ -59,7 +59,7 @@ def _subset_searcher(full, library, size: int):
     import faiss
 
     from assistant.retrieval.bm25 import BM25Index, BM25Params
-    from assistant.retrieval.index import make_faiss
+    from assistant.retrieval.index_layout import make_faiss
     from assistant.retrieval.searcher import Searcher
 
     ids = np.load(full.paths.dense / "ids.npy")[:size]

@@ -120,7 +120,7 @@ def approximate_recall(
     ``built``: indexes already made, by kind (the library's own), measured as they are."""
     import faiss
 
-    from assistant.retrieval.index import make_faiss
+    from assistant.retrieval.index_layout import make_faiss
 
     faiss.omp_set_num_threads(2)
     exact = make_faiss(vectors, ids, "flat")

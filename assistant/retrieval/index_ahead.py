@@ -18,9 +18,10 @@ import numpy as np
 from assistant.progress import Progress
 from assistant.retrieval import index_files
 from assistant.retrieval.embcache import EmbeddingCache, text_hash
-from assistant.retrieval.index import IndexReport, _embed, index_lock
+from assistant.retrieval.index import index_lock
 from assistant.retrieval.index_files import IndexDamagedError
-from assistant.retrieval.index_layout import IndexPaths, dirty_ids
+from assistant.retrieval.index_layout import IndexPaths, IndexReport, dirty_ids
+from assistant.retrieval.index_steps import embed_chunks
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,9 @@ def embed_ahead(
             return 0
         pending = EmbeddingCache(paths.pending, fingerprint).open_for_writing()
         report = IndexReport(fingerprint=fingerprint)
-        _embed(encoder, todo, pending, {}, chunk_size, batch_size, progress, report, cancelled)
+        embed_chunks(
+            encoder, todo, pending, {}, chunk_size, batch_size, progress, report, cancelled
+        )
         return len(todo)
 
 

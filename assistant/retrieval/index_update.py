@@ -30,7 +30,9 @@ from assistant import filewrite
 from assistant.retrieval import index_files
 from assistant.retrieval.bm25 import BM25Index
 from assistant.retrieval.embcache import text_hash
-from assistant.retrieval.index import (
+from assistant.retrieval.index_files import IndexDamagedError
+from assistant.retrieval.index_layout import DIRTY, make_faiss, versions_digest
+from assistant.retrieval.index_steps import (
     IndexJob,
     bm25_matches,
     embed_missing,
@@ -40,8 +42,6 @@ from assistant.retrieval.index import (
     write_meta,
     write_versions,
 )
-from assistant.retrieval.index_files import IndexDamagedError
-from assistant.retrieval.index_layout import DIRTY, make_faiss, versions_digest
 
 #: Above this share of the library changed, a full pass is as cheap (and repacks BM25's words).
 MAX_CHANGED_SHARE = 0.5

@@ -68,13 +68,14 @@ def test_each_tier_has_its_shipped_ranker(tmp_path, monkeypatch):
 def test_offline_refusion_and_cv_reproduce_the_pipeline(dev, tmp_path):
     """The tool's stages come from the saved runs: at the product's dense weight the re-fused
     order must give exactly the metrics the pipeline's own fused stage gave, the saved file
-    must read back equal, and every held-out stage must be computed for every query."""
+    must read back equal, the shipped ranker scored offline must give the pipeline's ranked
+    stage, and every held-out stage must be computed for every query."""
     from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
     from assistant.retrieval.pipeline import PipelineConfig, Recommender, pipeline_config
     from tools.eval_tier import load_rows, save_rows, tier_report
 
     papers, lib = dev
-    config = pipeline_config(reranker=None, ranker=None, use_intent=False)
+    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
     rec = Recommender(lib.lib, config, encoder=lib.encoder)
     rows: list[dict] = []
     variants = ("plain", "enhanced", "product")
@@ -93,11 +94,14 @@ def test_offline_refusion_and_cv_reproduce_the_pipeline(dev, tmp_path):
         assert np.array_equal(np.asarray(a["x"]), b["x"]) and a["focus"] == b["focus"]
         assert np.array_equal(a["dense"][1], b["dense"][1]) and a["relevant"] == b["relevant"]
     doi_of = {pid: doi for doi, pid in by_doi.items()}
-    report = tier_report(back, doi_of, lib.lib, replace(PipelineConfig(), reranker=None))
+    report = tier_report(
+        back, doi_of, lib.lib, replace(PipelineConfig(), reranker=None), config.ranker
+    )
     for level, cells in report["stages"].items():
         for variant in variants:
             cell, shipped = cells[variant], result["levels"][level][variant]
-            for stage in ("bm25", "dense", "fused"):
+            for stage in ("bm25", "dense", "fused", "ranked-shipped"):
+                shipped["ranked-shipped"] = shipped["ranked"]  # the pipeline's ranked stage
                 assert cell[stage] == {k: round(v, 4) for k, v in shipped[stage].items()}, stage
             assert {"fused-cv", "ranked-cv"} <= cell.keys()
     assert len(report["per_query"]["ranked-cv"]) == len(rows)

@@ -13,6 +13,7 @@ dense runs, the fused order, the learned ranker's features of the 200-candidate 
 
 * ``bm25``, ``dense``: the runs as retrieved (nothing tuned);
 * ``fused``: the product's dense weight; ``fused-cv``: the weight chosen on the other papers;
+* ``ranked-shipped``: the tier's shipped ranker as it is (in sample for the tier it was fit on);
 * ``ranked-cv``: a ranker fitted on the other citing papers (its ``C`` by grouped CV inside);
 * ``reranked-cv``: the tier's cross-encoder on the held-out ranker's head, weight and head size
   chosen on the other citing papers;
@@ -163,8 +164,11 @@ def reranked_metrics(r: dict, order: list[int], base: np.ndarray, alpha: float, 
     return _metrics([r["dois"][i] for i in order], r["relevant"])
 
 
-def tier_report(rows: list[dict], doi_of: dict, library, rconfig) -> dict:
-    """Every stage of one tier, with each query's final metrics (for the paired comparison)."""
+def tier_report(
+    rows: list[dict], doi_of: dict, library, rconfig, ranker: str | None = None
+) -> dict:
+    """Every stage of one tier, with each query's final metrics (for the paired comparison);
+    ``ranker``: the tier's shipped ranker, measured as it is (``ranked-shipped``)."""
     from assistant.retrieval.fusion import DEFAULT_DENSE_WEIGHT
 
     per: dict[str, list[dict]] = {
@@ -174,6 +178,15 @@ def tier_report(rows: list[dict], doi_of: dict, library, rconfig) -> dict:
     by_weight = {w: [fused_metrics(r, doi_of, w) for r in rows] for w in WEIGHTS}
     per["fused"] = by_weight[DEFAULT_DENSE_WEIGHT]
     per["fused-cv"], weights = lopo(rows, by_weight, WEIGHTS)
+    if ranker:  # the ranker shipped for this tier today (in sample for the tier it was fit on)
+        from assistant.retrieval.ranker import FEATURES, load_ranker
+
+        model = load_ranker(ranker)
+        cols = [FEATURES.index(f) for f in model.features]
+        per["ranked-shipped"] = [
+            _metrics([r["dois"][i] for i in _order(model.score(r["x"][:, cols]))], r["relevant"])
+            for r in rows
+        ]
     scores, cs = ranker_cv(rows)
     orders = [_order(s) for s in scores]
     per["ranked-cv"] = [
@@ -310,6 +323,7 @@ def report_cmd(files, db, reranker):
     file against the first."""
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import PipelineConfig
+    from assistant.retrieval.ranker import resolve_ranker
     from assistant.retrieval.reranker_setting import resolve_reranker
 
     library = Library(db)
@@ -319,7 +333,8 @@ def report_cmd(files, db, reranker):
             rows, meta = load_rows(Path(f))
             rconfig = resolve_reranker(reranker, meta["quality"]).apply(PipelineConfig())
             doi_of = {int(pid): doi for pid, doi in meta.pop("doi_of").items()}
-            report = tier_report(rows, doi_of, library, rconfig)
+            shipped = resolve_ranker("auto", meta["quality"])
+            report = tier_report(rows, doi_of, library, rconfig, shipped)
             per[f] = report.pop("per_query")
             out[meta["quality"]] = {"meta": meta, "reranker": rconfig.reranker, **report}
             first_rows = first_rows or rows
@@ -332,7 +347,8 @@ def report_cmd(files, db, reranker):
             stage: {
                 m: paired(first_rows, a[stage], b[stage], m) for m in ("R@10", "nDCG@10", "R@100")
             }
-            for stage in ("dense", "fused-cv", "ranked-cv", last)
+            for stage in ("dense", "fused", "fused-cv", "ranked-shipped", "ranked-cv", last)
+            if stage in a and stage in b
         }
     click.echo(json.dumps(out, indent=1))
 

@@ -133,3 +133,37 @@ def test_each_tier_has_its_shipped_cross_encoder_and_knobs(tmp_path, monkeypatch
     assert resolve_reranker("auto", "fast").model == str(minilm)  # never the best tier's
     config = pipeline_config(ranker=None, tier="best")
     assert (config.reranker, config.rerank_weight, config.rerank_top) == (str(mpnet), 0.5, 30)
+
+
+def test_report_pairs_two_tiers_query_by_query_and_keeps_each_tiers_figures(dev, tmp_path):
+    """``report A B``: B against A query by query (the same rows twice: no difference, no query
+    better or worse); each tier's figures are kept beside its rows and reused."""
+    from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
+    from assistant.retrieval.pipeline import Recommender, pipeline_config
+    from tools.eval_tier import main as tool
+    from tools.eval_tier import save_rows
+
+    papers, lib = dev
+    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
+    rows: list[dict] = []
+    rec = Recommender(lib.lib, config, encoder=lib.encoder)
+    variants = ("plain", "enhanced", "product")
+    evaluate_acm_cr(papers, lib.lib, config, recommender=rec, variants=variants, collect=rows)
+    for i, r in enumerate(rows):
+        r["group"] = f"g{i % 4}"
+    by_doi = protocol_setup(lib.lib, papers, abbreviations=False).by_doi
+    meta = {"quality": "fast", "doi_of": {str(p): d for d, p in by_doi.items()}}
+    for name in ("a.npz", "b.npz"):
+        save_rows(tmp_path / name, rows, meta)
+    args = ["report", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"), "--db", str(lib.lib.path)]
+    first = CliRunner().invoke(tool, [*args, "--reranker", "off"])
+    assert first.exit_code == 0, first.output
+    diff = json.loads(first.stdout)["difference (last - first)"]
+    assert set(diff) == {"dense", "fused", "fused-cv", "ranked-shipped", "ranked-cv"}
+    for stage in diff.values():
+        for cell in stage["R@10"].values():
+            assert (cell["mean"], cell["better"], cell["worse"]) == (0.0, 0, 0)
+    cache = tmp_path / "a.report.json"
+    stamp = cache.stat().st_mtime_ns
+    again = CliRunner().invoke(tool, [*args, "--reranker", "off"])
+    assert again.stdout == first.stdout and cache.stat().st_mtime_ns == stamp

@@ -246,7 +246,7 @@ def paired(rows: list[dict], a: list[dict], b: list[dict], metric: str, seed: in
         boots = rng.choice(d, size=(2000, len(d))).mean(axis=1)
         out[key] = {
             "mean": round(float(d.mean()), ROUND),
-            "sd": round(float(d.std(ddof=1)), ROUND),
+            "sd": round(float(d.std(ddof=1)), ROUND) if len(d) > 1 else 0.0,
             "ci95": [round(float(np.percentile(boots, q)), ROUND) for q in (2.5, 97.5)],
             "better": int((d > 0).sum()),
             "worse": int((d < 0).sum()),
@@ -270,9 +270,12 @@ def collect_cmd(db, papers, quality, out):
     from assistant.evaluation.acm_cr import VARIANTS, evaluate_acm_cr, protocol_setup
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import Recommender, pipeline_config
-    from assistant.service.quality import measured_tier
+    from assistant.service.quality import QualityError, measured_tier
 
-    tier, index = measured_tier(quality, "auto", db)
+    try:
+        tier, index = measured_tier(quality, "auto", db)
+    except QualityError as exc:
+        raise click.ClickException(str(exc)) from exc
     config = pipeline_config(reranker=None, ranker="auto", use_intent=False, tier=tier.active)
     library = Library(db)
     rows: list[dict] = []
@@ -319,7 +322,8 @@ def collect_cmd(db, papers, quality, out):
     "--reranker", default="auto", help="Cross-encoder (auto: the tier's shipped one; off)."
 )
 def report_cmd(files, db, reranker):
-    """Stage-by-stage held-out figures of each tier's rows; the paired difference of the last
+    """Stage-by-stage held-out figures of each tier's rows (kept in ``FILE.report.json`` and
+    reused while the rows and the reranker are the same); the paired difference of the last
     file against the first."""
     from assistant.library.store import Library
     from assistant.retrieval.pipeline import PipelineConfig
@@ -327,20 +331,29 @@ def report_cmd(files, db, reranker):
     from assistant.retrieval.reranker_setting import resolve_reranker
 
     library = Library(db)
-    out, per, first_rows, rconfig = {}, {}, None, None
+    out, per, keys, rconfig, first_rows = {}, {}, [], None, []
     try:
         for f in files:
             rows, meta = load_rows(Path(f))
             rconfig = resolve_reranker(reranker, meta["quality"]).apply(PipelineConfig())
             doi_of = {int(pid): doi for pid, doi in meta.pop("doi_of").items()}
-            shipped = resolve_ranker("auto", meta["quality"])
-            report = tier_report(rows, doi_of, library, rconfig, shipped)
+            cache = Path(f).with_suffix(".report.json")  # each tier's figures once computed
+            fresh = cache.is_file() and cache.stat().st_mtime >= Path(f).stat().st_mtime
+            report = json.loads(cache.read_text()) if fresh else {}
+            if not fresh or report.get("reranker") != rconfig.reranker:
+                shipped = resolve_ranker("auto", meta["quality"])
+                report = tier_report(rows, doi_of, library, rconfig, shipped)
+                report = {"meta": meta, "reranker": rconfig.reranker, **report}
+                cache.write_text(json.dumps(report))
             per[f] = report.pop("per_query")
-            out[meta["quality"]] = {"meta": meta, "reranker": rconfig.reranker, **report}
+            out[meta["quality"]] = report
+            keys.append([(r["level"], r["variant"], r["qid"]) for r in rows])
             first_rows = first_rows or rows
     finally:
         library.close()
     if len(files) > 1:
+        if keys[0] != keys[-1]:
+            raise click.ClickException("the two files hold other queries: collect both again")
         a, b = per[files[0]], per[files[-1]]
         last = "reranked-cv" if rconfig and rconfig.reranker else "ranked-cv"
         out["difference (last - first)"] = {

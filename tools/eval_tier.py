@@ -106,26 +106,32 @@ def lopo(rows: list[dict], per: dict, choices) -> tuple[list[dict], list]:
     return held, chosen
 
 
-def ranker_cv(rows: list[dict]) -> tuple[list[np.ndarray], list[float]]:
-    """Each query's pool scored by a ranker fitted on the other citing papers (C chosen by
-    grouped CV on those papers, as ``training.ranker.cross_validate`` does)."""
-    from assistant.retrieval.ranker import FEATURES
+def _fold(rows: list[dict], group: str):
+    """The ranker of one fold: fitted on every citing paper but ``group`` (C by grouped CV)."""
     from assistant.training.ranker import choose_c, fit
 
+    train = [r for r in rows if r["group"] != group]
+    c = choose_c(train)
+    return c, fit(train, c)
+
+
+def ranker_cv(rows: list[dict], jobs: int = 2) -> tuple[list[np.ndarray], list[float]]:
+    """Each query's pool scored by a ranker fitted on the other citing papers (C chosen by
+    grouped CV on those papers, as ``training.ranker.cross_validate`` does); the folds run in
+    ``jobs`` processes."""
+    from joblib import Parallel, delayed
+
+    from assistant.retrieval.ranker import FEATURES
+
+    groups = sorted({r["group"] for r in rows})
+    fitted = Parallel(n_jobs=jobs, verbose=5)(delayed(_fold)(rows, g) for g in groups)
     scores: list[np.ndarray] = [np.zeros(0) for _ in rows]
-    chosen = []
-    for g in sorted({r["group"] for r in rows}):
-        train = [r for r in rows if r["group"] != g]
-        c = choose_c(train)
-        chosen.append(c)
-        model = fit(train, c)
+    for g, (_c, model) in zip(groups, fitted):
         cols = [FEATURES.index(f) for f in model.features]
         for i, r in enumerate(rows):
             if r["group"] == g and len(r["ids"]):
                 scores[i] = model.score(r["x"][:, cols])
-        print(f"\rranker folds: {len(chosen)}", end="", file=sys.stderr)
-    print(file=sys.stderr)
-    return scores, chosen
+    return scores, [c for c, _ in fitted]
 
 
 def _order(score: np.ndarray) -> list[int]:

@@ -195,3 +195,20 @@ def test_issue29_4_incremental_index_names_a_fifo_instead_of_hanging(indexed, en
     with pytest.raises(AssistantError, match="index --rebuild"):
         build_index(lib, encoder)
     lib.close()
+
+
+def test_a_folder_the_index_does_not_own_is_left_alone(indexed):
+    """An old version wrote ``eval acm-cr`` runs into ``LIB.sqlite.index/runs/``: recommending
+    then said "the index is damaged (…/runs: a folder …): run `assistant index --rebuild`", and
+    the rebuild kept the folder, so the hint never helped. Such a folder is never read: it is
+    left alone, while one of the index's own names holding a folder is still damage."""
+    index = indexed.with_name(indexed.name + ".index")
+    runs = index / "runs"
+    runs.mkdir()
+    (runs / "paragraph-plain-fused.run").write_text("q1 Q0 10.1/x 1 1.0 fused\n")
+    proc = _recommend(indexed)
+    assert proc.returncode == 0, proc.stderr
+    assert (runs / "paragraph-plain-fused.run").is_file()  # never removed either
+    where = _damage(index, "faiss-dir")
+    proc = _recommend(indexed)
+    assert proc.returncode != 0 and str(where) in proc.stderr and HINT in proc.stderr

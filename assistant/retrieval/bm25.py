@@ -289,7 +289,9 @@ class BM25Index:
 
         directory = Path(directory)
         meta_path = directory / "bm25.json"
-        if not index_files.check_folder(directory) or not index_files.is_regular(meta_path):
+        if not index_files.check_folder(directory, top=False) or not index_files.is_regular(
+            meta_path
+        ):
             raise FileNotFoundError(f"no BM25 index in {directory} (run `assistant index`)")
         meta = index_files.load_json(meta_path)
         with index_files.reading(directory):

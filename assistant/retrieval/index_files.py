@@ -46,9 +46,12 @@ def is_regular(path: str | os.PathLike[str]) -> bool:
     return True
 
 
-def check_folder(folder: str | os.PathLike[str]) -> bool:
+def check_folder(folder: str | os.PathLike[str], top: bool = True) -> bool:
     """Every entry of ``folder`` is a regular file or one of the index's own sub-folders (which
-    are checked too); False when the folder does not exist."""
+    are checked too); False when the folder does not exist. At the top of an index (``top``:
+    the index folder and each ``encoders/<name>/``) a folder the index does not own -- say an
+    old version's evaluation runs -- is left alone: nothing is ever read from it, and calling
+    it damage would send the user to a rebuild that keeps it."""
     folder = Path(folder)
     try:
         st = os.lstat(folder)
@@ -60,10 +63,13 @@ def check_folder(folder: str | os.PathLike[str]) -> bool:
         for entry in entries:
             if entry.name.startswith("."):  # the lock, our own temporaries: never read
                 continue
-            if entry.is_dir(follow_symlinks=False) and (
-                entry.name in FOLDERS or folder.name == ENCODERS
-            ):
-                check_folder(entry.path)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if is_dir and folder.name == ENCODERS:
+                check_folder(entry.path, top=True)  # another encoder's index: its own top
+            elif is_dir and entry.name in FOLDERS:
+                check_folder(entry.path, top=False)
+            elif is_dir and top:
+                continue
             else:
                 is_regular(entry.path)
     return True

@@ -75,7 +75,9 @@ class Searcher:
             raise IndexMissingError(
                 f"no index for {library.path} (expected in {paths.root}): run `assistant index`"
             )
-        index_files.check_folder(paths.root)  # no FIFO, device, link or stray folder is opened
+        index_files.check_folder(
+            paths.root
+        )  # no FIFO, device or link is opened (foreign folders: left alone)
         bm25 = BM25Index.load(paths.bm25)
         years_path = paths.bm25 / "years.npy"
         if index_files.is_regular(years_path):

@@ -115,6 +115,7 @@ def pack(out: Path, n_texts: int, runtime: bool, call_mb: float, mpnet: Path | N
     from assistant.inference.build import import_hf_dir, minilm_source
 
     stage = out / "stage"
+    stage.mkdir(parents=True, exist_ok=True)
     if runtime and not (stage / "ort").is_dir():  # a bundle made earlier is kept
         # pieces of 15 MB, so that everything fits three calls
         bundle = base.SHARED / "gpu" / "ort_gpu_bundle.py"
@@ -327,7 +328,8 @@ def run(
     from assistant.inference.session import allow_parallel_tokenization
 
     out: dict = {"device": device, "providers": runtime.available_providers()}
-    try:
+    out["onnxruntime"] = runtime.ort.__version__
+    try:  # torch first: it loads the CUDA and cuDNN libraries the CUDA provider needs
         import torch
 
         out["card"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None

@@ -74,7 +74,9 @@ def _fake_cuda(monkeypatch) -> None:
 
 
 def test_the_cli_and_the_service_name_the_same_tiers():
-    assert CLI_QUALITIES == QUALITIES == ("auto", "fast", "best")
+    from assistant.config import QUALITIES as CONFIG_QUALITIES
+
+    assert CLI_QUALITIES == CONFIG_QUALITIES == QUALITIES == ("auto", "fast", "best")
 
 
 def test_auto_is_fast_without_cuda_and_says_why(fast_env):
@@ -161,6 +163,27 @@ def test_the_quality_setting_comes_from_option_env_then_the_apps_settings(fast_e
         assert quality_setting("best") == "best"
     finally:
         Path(fast_env["ASSISTANT_HOME"], "gui.ini").unlink()
+
+
+def test_a_hand_edited_saved_quality_is_skipped_not_fatal(fast_env, tmp_path, caplog):
+    """gui.ini says ``quality=turbo``: the app uses auto (its Settings dialog does), and so do
+    the CLI and the language server (they had failed with "unknown quality", the server's
+    recommendations off), with one warning naming the file."""
+    from assistant.config import quality_setting
+
+    ini = Path(fast_env["ASSISTANT_HOME"], "gui.ini")
+    ini.write_text("[app]\nquality=turbo\n", "utf-8")
+    try:
+        with caplog.at_level("WARNING", logger="assistant.config"):
+            assert quality_setting() == "auto"
+        assert [r.getMessage() for r in caplog.records] == [
+            f"ignoring quality 'turbo' in {ini}: expected one of auto, fast, best"
+        ]
+        result = CliRunner().invoke(main, ["recommend", QUERY, "-k", "3", "--json"], env=fast_env)
+        assert result.exit_code == 0, result.output
+        assert len(json.loads(result.stdout)["items"]) == 3
+    finally:
+        ini.unlink()
 
 
 def _one_level_of_parentheses(text: str) -> bool:

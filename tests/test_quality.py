@@ -186,6 +186,33 @@ def test_a_hand_edited_saved_quality_is_skipped_not_fatal(fast_env, tmp_path, ca
         ini.unlink()
 
 
+def test_the_status_says_starting_as_soon_as_the_background_build_runs(fast_env, monkeypatch):
+    """Quality best on a library without an mpnet index: the status that prepare returns (the
+    language server's first "ready" citeAssist/status, the library panel's line) says the build
+    is starting; it said "(not built)" until the first chunk was saved (77 s on the sample)."""
+    import threading
+
+    from assistant.service.quality import QualityError
+
+    gate = threading.Event()
+
+    def load_wanted(self, tier):  # the mpnet model still loading
+        gate.wait(60)
+        raise QualityError("stopped by the test")
+
+    monkeypatch.setattr(Service, "_load_wanted", load_wanted)
+    service = Service(
+        ServiceSettings(db_path=Path(fast_env["ASSISTANT_DB"]), quality="best", background=True)
+    )
+    try:
+        status = service.prepare()
+    finally:
+        gate.set()
+        service._builder.thread.join(10)
+        service.close()
+    assert status.quality == "quality best → fast until the mpnet index is built (starting)"
+
+
 def _one_level_of_parentheses(text: str) -> bool:
     """Balanced, and none inside another (the status line reads "… (a, b)", never "(a (b))")."""
     depth = 0

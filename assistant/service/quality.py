@@ -274,6 +274,7 @@ class TierMixin:
             changed=lambda: self._changed(refresh=False),
             papers=self.library.count(),
         ).start()
+        self._changed(refresh=False)  # the status says "starting" at once, not "not built"
         return True
 
     def _load_wanted(self, tier: str) -> Encoder:

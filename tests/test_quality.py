@@ -165,6 +165,22 @@ def test_the_quality_setting_comes_from_option_env_then_the_apps_settings(fast_e
         Path(fast_env["ASSISTANT_HOME"], "gui.ini").unlink()
 
 
+def test_a_wrong_quality_environment_variable_is_named_in_the_error(fast_env):
+    """$ASSISTANT_QUALITY=turbo: one line naming the variable (click blamed "--quality", which
+    the user never typed; an editor's language server exits at start with it)."""
+    result = CliRunner().invoke(main, ["models", "info"], env={"ASSISTANT_QUALITY": "turbo"})
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: Invalid value for $ASSISTANT_QUALITY: 'turbo' is not one of 'auto', 'fast', 'best'."
+    )
+    typed = CliRunner().invoke(main, ["--quality", "turbo", "models", "info"])
+    assert typed.exit_code == 2 and "Invalid value for '--quality': 'turbo'" in typed.output
+    # any case, as the service and the editor's option take it
+    from assistant.cli.options import QualityChoice
+
+    assert QualityChoice().convert("Best", None, None) == "best"
+
+
 def test_a_hand_edited_saved_quality_is_skipped_not_fatal(fast_env, tmp_path, caplog):
     """gui.ini says ``quality=turbo``: the app uses auto (its Settings dialog does), and so do
     the CLI and the language server (they had failed with "unknown quality", the server's

@@ -10,6 +10,7 @@ portable installs never touch the user's real data directory:
 
 from __future__ import annotations
 
+import logging
 import os
 from importlib.resources import files
 from pathlib import Path
@@ -17,6 +18,11 @@ from pathlib import Path
 import platformdirs
 
 APP_NAME = "cite-assist"
+#: the quality tiers (``assistant.service.quality.QUALITIES``; config imports no package,
+#: tests/test_quality.py checks they agree)
+QUALITIES = ("auto", "fast", "best")
+
+log = logging.getLogger(__name__)
 
 #: The installed package's own folder (package data lives under it; works for editable and
 #: non-editable installs alike).
@@ -76,9 +82,19 @@ def saved_setting(name: str) -> str | None:
 
 def quality_setting(value: str | None = None) -> str:
     """The quality tier asked for: ``value`` (a ``--quality`` option, an editor's initialization
-    option), else ``$ASSISTANT_QUALITY``, else the app's saved setting, else ``auto``."""
-    return (
-        (value or os.environ.get("ASSISTANT_QUALITY") or saved_setting("quality") or "auto")
-        .strip()
-        .lower()
-    )
+    option), else ``$ASSISTANT_QUALITY``, else the app's saved setting, else ``auto``. A saved
+    setting that is no tier (a hand-edited gui.ini) is skipped with a warning, as the app does:
+    it must not stop the CLI's or the language server's recommendations."""
+    asked = value or os.environ.get("ASSISTANT_QUALITY")
+    if not asked:
+        saved = (saved_setting("quality") or "").strip().lower()
+        if saved and saved not in QUALITIES:
+            log.warning(
+                "ignoring quality %r in %s: expected one of %s",
+                saved,
+                data_dir() / SETTINGS_FILE,
+                ", ".join(QUALITIES),
+            )
+            saved = ""
+        asked = saved
+    return (asked or "auto").strip().lower()

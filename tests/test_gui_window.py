@@ -236,6 +236,19 @@ def test_newer_request_replaces_older(window, qtbot, tmp_path, gui_library):
     assert "Prior work studied" in received[0].query.text
 
 
+def test_the_about_box_names_the_models_and_the_quality_tier_in_use(window):
+    """Help → About said "Reranker: auto" (the setting) beside "Encoder: minilm" (the model in
+    use): it names the cross-encoder the quality tier uses, and the tier with its reason."""
+    from assistant.gui.menus import about_text
+
+    status = window.engine.status()
+    about = about_text(window)
+    assert status.reranker == "reranker-minilm" and window.settings.reranker == "auto"
+    assert f"Encoder: <b>{status.model}</b><br>Reranker: <b>reranker-minilm</b>" in about
+    assert f"Quality: <b>{status.quality}</b>" in about
+    assert status.quality.startswith("quality auto → ")
+
+
 def test_corrupt_pdf_import_shows_error(window, qtbot, tmp_path):
     bad = tmp_path / "broken-manuscript.pdf"
     bad.write_bytes(b"%PDF-1.7\n" + b"\x00\xffgarbage" * 200)

@@ -40,6 +40,9 @@ def test_editor_docs_and_cli():
     docs = (ROOT / "docs" / "EDITORS.md").read_text(encoding="utf-8")
     assert 'cmd = { "assistant", "lsp" }' in docs  # Neovim
     assert '("assistant" "lsp")' in docs  # Emacs eglot
+    # the quality tier from each editor (driven: Eglot 1.9 sends this contact's options)
+    assert 'init_options = { quality = "best" }' in docs  # Neovim
+    assert '("assistant" "lsp" :initializationOptions (:quality "best"))' in docs  # Eglot
     assert "packaging/vscode" in docs
     assert "docs/EDITORS.md" in (ROOT / "README.md").read_text(encoding="utf-8")
     result = CliRunner().invoke(main, ["lsp", "--help"])

@@ -74,7 +74,9 @@ def _fake_cuda(monkeypatch) -> None:
 
 
 def test_the_cli_and_the_service_name_the_same_tiers():
-    assert CLI_QUALITIES == QUALITIES == ("auto", "fast", "best")
+    from assistant.config import QUALITIES as CONFIG_QUALITIES
+
+    assert CLI_QUALITIES == CONFIG_QUALITIES == QUALITIES == ("auto", "fast", "best")
 
 
 def test_auto_is_fast_without_cuda_and_says_why(fast_env):
@@ -161,6 +163,169 @@ def test_the_quality_setting_comes_from_option_env_then_the_apps_settings(fast_e
         assert quality_setting("best") == "best"
     finally:
         Path(fast_env["ASSISTANT_HOME"], "gui.ini").unlink()
+
+
+def test_a_wrong_quality_environment_variable_is_named_in_the_error(fast_env):
+    """$ASSISTANT_QUALITY=turbo: one line naming the variable (click blamed "--quality", which
+    the user never typed; an editor's language server exits at start with it)."""
+    result = CliRunner().invoke(main, ["models", "info"], env={"ASSISTANT_QUALITY": "turbo"})
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: Invalid value for $ASSISTANT_QUALITY: 'turbo' is not one of 'auto', 'fast', 'best'."
+    )
+    typed = CliRunner().invoke(main, ["--quality", "turbo", "models", "info"])
+    assert typed.exit_code == 2 and "Invalid value for '--quality': 'turbo'" in typed.output
+    # any case, as the service and the editor's option take it
+    from assistant.cli.options import QualityChoice
+
+    assert QualityChoice().convert("Best", None, None) == "best"
+
+
+def test_a_hand_edited_saved_quality_is_skipped_not_fatal(fast_env, tmp_path, caplog):
+    """gui.ini says ``quality=turbo``: the app uses auto (its Settings dialog does), and so do
+    the CLI and the language server (they had failed with "unknown quality", the server's
+    recommendations off), with one warning naming the file."""
+    from assistant.config import quality_setting
+
+    ini = Path(fast_env["ASSISTANT_HOME"], "gui.ini")
+    ini.write_text("[app]\nquality=turbo\n", "utf-8")
+    try:
+        with caplog.at_level("WARNING", logger="assistant.config"):
+            assert quality_setting() == "auto"
+        assert [r.getMessage() for r in caplog.records] == [
+            f"ignoring quality 'turbo' in {ini}: expected one of auto, fast, best"
+        ]
+        result = CliRunner().invoke(main, ["recommend", QUERY, "-k", "3", "--json"], env=fast_env)
+        assert result.exit_code == 0, result.output
+        assert len(json.loads(result.stdout)["items"]) == 3
+    finally:
+        ini.unlink()
+
+
+def test_the_status_says_starting_as_soon_as_the_background_build_runs(fast_env, monkeypatch):
+    """Quality best on a library without an mpnet index: the status that prepare returns (the
+    language server's first "ready" citeAssist/status, the library panel's line) says the build
+    is starting; it said "(not built)" until the first chunk was saved (77 s on the sample)."""
+    import threading
+
+    from assistant.service.quality import QualityError
+
+    gate = threading.Event()
+
+    def load_wanted(self, tier):  # the mpnet model still loading
+        gate.wait(60)
+        raise QualityError("stopped by the test")
+
+    monkeypatch.setattr(Service, "_load_wanted", load_wanted)
+    service = Service(
+        ServiceSettings(db_path=Path(fast_env["ASSISTANT_DB"]), quality="best", background=True)
+    )
+    try:
+        status = service.prepare()
+    finally:
+        gate.set()
+        service._builder.thread.join(10)
+        service.close()
+    assert status.quality == "quality best → fast until the mpnet index is built (starting)"
+
+
+def _one_level_of_parentheses(text: str) -> bool:
+    """Balanced, and none inside another (the status line reads "… (a, b)", never "(a (b))")."""
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth not in (0, 1):
+            return False
+    return depth == 0
+
+
+def test_the_status_line_never_nests_parentheses(fast_env, tmp_path, monkeypatch):
+    """What the library panel, the About box and ``citeAssist/status`` show, driven as a user
+    meets it: the CPU build of onnxruntime (its own "(the CPU build … is)" inside "no CUDA
+    (…)"), the best tier's models, and a best index behind the library while the background
+    build runs (whose share replaced only part of the nested reason: "(behind the library
+    (40% built)")."""
+    import threading
+
+    from assistant.inference import runtime
+    from assistant.retrieval.index import build_index
+    from assistant.service import open_library
+    from assistant.service.tier_build import TierBuilder
+
+    # 1. no CUDA: onnxruntime's CPU build installed, no onnxruntime-gpu (runtime's own message)
+    monkeypatch.setattr(runtime, "available_providers", lambda: [runtime.CPU])
+    versions = {"onnxruntime": "1.32.0", "onnxruntime-gpu": None}
+    monkeypatch.setattr(runtime, "_distribution", lambda name: versions.get(name))
+    db = tmp_path / "library.sqlite"
+    shutil.copy2(fast_env["ASSISTANT_DB"], db)
+    shutil.copytree(Path(fast_env["ASSISTANT_DB"] + ".index"), db.with_name(db.name + ".index"))
+    service = Service(ServiceSettings(db_path=db))
+    reason = service.tier().reason
+    service.close()
+    assert reason == (
+        "quality auto → fast: no CUDA (onnxruntime-gpu is not installed, "
+        "the CPU build onnxruntime 1.32.0 is)"
+    )
+    # 2. best with its index current: the encoder, ranker and reranker notes
+    real_state = quality_module.best_index_state
+    monkeypatch.setattr(quality_module, "best_index_state", lambda db_path, device: (True, ""))
+    reason = quality_module.choose_tier("best", "cpu", db).reason
+    assert reason.startswith("quality best → best (encoder: mpnet; ") and reason.endswith(")")
+    assert _one_level_of_parentheses(reason), reason
+    monkeypatch.setattr(quality_module, "best_index_state", real_state)
+    # 3. a best index (a stand-in encoder's) behind the library: a paper added since
+    library = open_library(db)
+    try:
+        build_index(library, HashEncoder(), index_dir=tier_paths(db, "best"))
+    finally:
+        library.close()
+    bib = tmp_path / "new.bib"
+    bib.write_text(
+        "@article{writer2026propensity, title = {Propensity Estimation for Mail Search Under "
+        "Sparse Clicks}, author = {Writer, Alice}, journal = {Information Retrieval Journal}, "
+        "year = {2026}}\n",
+        "utf-8",
+    )
+    added = CliRunner().invoke(main, ["--db", str(db), "library", "import", str(bib), "-q"])
+    assert added.exit_code == 0, added.output
+    service = Service(ServiceSettings(db_path=db, quality="best"))
+    try:
+        reason = service.tier().reason
+        assert reason == (
+            "quality best → fast until the mpnet index is built (behind the library, "
+            "papers added or changed since it was built)"
+        )
+        # the background build has saved 40% of the papers: only the detail is replaced
+        gate = threading.Event()
+        builder = TierBuilder(
+            service._job_lock,
+            load=gate.wait,  # still loading the model: nothing embedded yet
+            build=lambda *args: None,
+            done=lambda: None,
+            failed=lambda message: None,
+            changed=lambda: None,
+            papers=177,
+        )
+        service._builder = builder
+        builder.fraction = 0.4
+        service._changed(refresh=False)
+        assert (
+            service.tier().reason
+            == "quality best → fast until the mpnet index is built (40% built)"
+        )
+        # 4. no index yet and the build started but has saved no chunk: "starting", not "not built"
+        shutil.rmtree(tier_paths(db, "best").dense_root)
+        builder.fraction = None
+        builder.start()
+        service._changed()
+        assert (
+            service.tier().reason == "quality best → fast until the mpnet index is built (starting)"
+        )
+        assert "(starting)" in service.status().describe()
+    finally:
+        gate.set()
+        builder.thread.join(10)
+        service.close()
 
 
 def _without_mpnet(monkeypatch, tmp_path, session_models: Path) -> Path:
@@ -435,7 +600,7 @@ def test_auto_with_cuda_wants_an_index_embedded_for_cuda(mpnet_env, monkeypatch)
         service.close()
     assert (tier.active, tier.wanted) == ("best", "best")
     assert tier.reason.startswith("quality auto → best: CUDA and a current mpnet index")
-    assert "reranker: reranker-minilm (no mpnet cross-encoder is trained yet)" in tier.reason
+    assert "reranker: reranker-minilm, no mpnet cross-encoder is trained yet)" in tier.reason
 
 
 @pytest.mark.slow

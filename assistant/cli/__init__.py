@@ -13,7 +13,7 @@ import logging
 import click
 
 from assistant import __version__
-from assistant.cli.options import QUALITIES, QUALITY_HELP
+from assistant.cli.options import QUALITY_HELP, QualityChoice
 from assistant.errors import AssistantError, Cancelled
 from assistant.logs import configure_logging
 
@@ -119,7 +119,7 @@ BULK_COMMANDS = {"index", "train", "eval", "bench"}
 )
 @click.option(
     "--quality",
-    type=click.Choice(QUALITIES),
+    type=QualityChoice(),
     envvar="ASSISTANT_QUALITY",
     default=None,
     help=QUALITY_HELP.replace("the global --quality, ", ""),

@@ -15,6 +15,25 @@ QUALITY_HELP = (
 )
 
 
+class QualityChoice(click.Choice):
+    """:data:`QUALITIES`; a wrong ``$ASSISTANT_QUALITY`` is named as such (click blamed
+    ``--quality``, which the user never typed: the language server then exits at start)."""
+
+    def __init__(self) -> None:
+        super().__init__(QUALITIES, case_sensitive=False)  # as the service: "Best" is best
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            from click.core import ParameterSource
+
+            from_env = param is not None and param.envvar and ctx is not None
+            if from_env and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+                exc.param_hint = f"${param.envvar}"
+            raise
+
+
 def db_option(help: str = DB_HELP, name: str = "db"):
     """``--db FILE``: this command's library (else the global ``assistant --db``/``$ASSISTANT_DB``;
     see :func:`assistant.cli.resolve_db_path`)."""
@@ -24,4 +43,4 @@ def db_option(help: str = DB_HELP, name: str = "db"):
 def quality_option():
     """``--quality auto|fast|best`` for this command (else the global one; see
     :func:`assistant.cli.resolve_quality`)."""
-    return click.option("--quality", type=click.Choice(QUALITIES), default=None, help=QUALITY_HELP)
+    return click.option("--quality", type=QualityChoice(), default=None, help=QUALITY_HELP)

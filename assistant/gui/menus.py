@@ -226,6 +226,8 @@ def about_text(window) -> str:
     except Exception:  # a broken library: still show the rest
         status = None
     encoder = (status.model if status and status.model else s.encoder) or "minilm (default)"
+    # the cross-encoder in use (the quality tier picks it), not the setting ("auto")
+    reranker = (status.reranker if status and status.model else s.reranker) or "off"
     device = (
         f"{status.device.upper()} {status.precision}".strip()
         if status and status.device
@@ -234,7 +236,7 @@ def about_text(window) -> str:
     return (
         f"<h3>Cite-Assist {__version__}</h3>"
         "<p>Offline citation recommendations from your own library.</p>"
-        f"<p>Encoder: <b>{encoder}</b><br>Reranker: <b>{s.reranker or 'off'}</b><br>"
+        f"<p>Encoder: <b>{encoder}</b><br>Reranker: <b>{reranker}</b><br>"
         f"Quality: <b>{status.quality if status and status.quality else s.quality}</b><br>"
         f"Intent labels: <b>{'on' if s.use_intent else 'off'}</b><br>"
         f"Device: <b>{device}</b> (onnxruntime {onnxruntime.__version__}, providers "

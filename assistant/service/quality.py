@@ -72,6 +72,13 @@ class QualityError(AssistantError, ValueError):
     """An unknown quality setting."""
 
 
+def _aside(text: str) -> str:
+    """``text`` to stand inside the status line's parentheses: its own parenthetical remarks
+    become comma clauses (``no CUDA (onnxruntime-gpu is not installed, the CPU build … is)``,
+    never nested parentheses, which also keeps the build's share replaceable)."""
+    return text.replace(" (", ", ").replace("(", "").replace(")", "")
+
+
 def check_quality(value: str | None) -> str:
     """``value`` as one of :data:`QUALITIES` (None/"" = auto); raises :class:`QualityError`."""
     quality = (value or "auto").strip().lower()
@@ -175,11 +182,12 @@ def choose_tier(quality: str, device: str, db_path: Path | str, failure: str = "
     if quality == "auto":
         cuda, why = cuda_state(device)
         if not cuda:
-            return TierChoice(quality, FAST, FAST, f"quality auto → fast: no CUDA ({why})")
+            return TierChoice(quality, FAST, FAST, f"quality auto → fast: no CUDA ({_aside(why)})")
     current, detail = best_index_state(db_path, device)
     if current:
         why = ": CUDA and a current mpnet index" if quality == "auto" else ""
-        reason = f"quality {quality} → best{why} (encoder: {BEST_ENCODER}; {best_rerankers_note()})"
+        models = _aside(f"encoder: {BEST_ENCODER}; {best_rerankers_note()}")
+        reason = f"quality {quality} → best{why} ({models})"
         return TierChoice(quality, BEST, BEST, reason)
     if failure:
         return TierChoice(quality, FAST, FAST, f"quality {quality} → fast: {failure}")
@@ -187,7 +195,7 @@ def choose_tier(quality: str, device: str, db_path: Path | str, failure: str = "
         quality,
         FAST,
         BEST,
-        f"quality {quality} → fast until the {BEST_ENCODER} index is built ({detail})",
+        f"quality {quality} → fast until the {BEST_ENCODER} index is built ({_aside(detail)})",
     )
 
 
@@ -219,11 +227,15 @@ class TierMixin:
         return choice
 
     def _with_progress(self, choice: TierChoice) -> TierChoice:
-        """``choice`` whose reason ends with the running build's share (``40% built``)."""
+        """``choice`` whose reason ends with the running build's share (``40% built``; a build
+        that has not saved its first chunk yet is ``starting``, not ``not built``)."""
         builder = self._builder
-        if not (choice.building and builder is not None and builder.fraction is not None):
+        if not (choice.building and builder is not None):
             return choice
-        return replace(choice, reason=choice.reason.rsplit(" (", 1)[0] + f" ({builder.describe()})")
+        head, _sep, detail = choice.reason.rpartition(" (")
+        if builder.fraction is None and not (builder.running and detail == "not built)"):
+            return choice
+        return replace(choice, reason=f"{head} ({builder.describe()})")
 
     def on_change(self, listener) -> None:
         """Call ``listener()`` (from any thread) when the tier or its background build changes."""
@@ -262,6 +274,7 @@ class TierMixin:
             changed=lambda: self._changed(refresh=False),
             papers=self.library.count(),
         ).start()
+        self._changed(refresh=False)  # the status says "starting" at once, not "not built"
         return True
 
     def _load_wanted(self, tier: str) -> Encoder:

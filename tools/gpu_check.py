@@ -146,9 +146,14 @@ def _intent_timing_model(models: Path) -> None:
     (dst / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
 
 
-def _latency(fn, reps: int = 50, warm: int = 5) -> dict:
+def percentiles(ms: list[float]) -> dict:
+    """``{"p50_ms", "p95_ms"}`` of timings in milliseconds."""
     import numpy as np
 
+    return {"p50_ms": round(float(np.median(ms)), 2), "p95_ms": round(float(np.percentile(ms, 95)), 2)}  # fmt: skip
+
+
+def _latency(fn, reps: int = 50, warm: int = 5) -> dict:
     for _ in range(warm):
         fn()
     times = []
@@ -156,7 +161,7 @@ def _latency(fn, reps: int = 50, warm: int = 5) -> dict:
         t = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1000)
-    return {"p50_ms": round(float(np.median(times)), 2), "p95_ms": round(float(np.percentile(times, 95)), 2)}  # fmt: skip
+    return percentiles(times)
 
 
 def run(transfer: Path, device: str, n_docs: int) -> dict:

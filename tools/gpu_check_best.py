@@ -33,7 +33,6 @@ import json
 import lzma
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -226,14 +225,7 @@ def missing_parts(site: Path, work: Path) -> list[str]:
 
 
 def _sh(*args: str) -> None:
-    print("+", " ".join(args), file=sys.stderr)
-    subprocess.run(args, check=True, stdout=sys.stderr)
-
-
-def _stats(ms: list[float]) -> dict:
-    import numpy as np
-
-    return {"p50_ms": round(float(np.median(ms)), 2), "p95_ms": round(float(np.percentile(ms, 95)), 2)}  # fmt: skip
+    base._sh(*args, stdout=sys.stderr)  # the JSON on stdout stays clean
 
 
 def tier_figures(
@@ -248,6 +240,7 @@ def tier_figures(
     from assistant.inference.encoder import load_encoder
     from assistant.inference.fp16 import fp16_file, validate
     from assistant.inference.registry import ModelManifest, resolve_model_dir
+    from assistant.retrieval.index_layout import make_faiss
 
     enc_name, rerankers, intent_name = TIERS[tier]
     out: dict = {"encoder": enc_name}
@@ -273,8 +266,7 @@ def tier_figures(
         del ref
     vectors = np.random.default_rng(36).standard_normal((n_vectors, enc.dim), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = faiss.IndexIDMap2(faiss.IndexFlatIP(enc.dim))  # index_layout.make_faiss "flat"
-    index.add_with_ids(vectors, np.arange(n_vectors, dtype=np.int64))
+    index = make_faiss(vectors, np.arange(n_vectors, dtype=np.int64), "flat")  # the product's
     del vectors
     faiss.omp_set_num_threads(2)  # as the product's searcher
     out["vectors"] = n_vectors
@@ -308,7 +300,7 @@ def whole_query(enc, index, rr, clf, texts: list[str], reps: int, warm: int = 5)
             for key, a, b in (("encode", t0, t1), ("search", t1, t2), ("rerank", t2, t3),
                               ("intent", t3, t4), ("total", t0, t4)):  # fmt: skip
                 times[key].append((b - a) * 1000)
-    return {k: _stats(v) for k, v in times.items()}
+    return {k: base.percentiles(v) for k, v in times.items()}
 
 
 def run(

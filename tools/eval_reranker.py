@@ -232,23 +232,11 @@ def cv_ranked(rows: list[dict], doi_of: dict, key: str, alphas=ALPHAS, tops=(10,
     citing papers (leave one citing paper out; one setting for every level and variant, as the
     product has one), next to the ranker alone and the in-sample figures of every setting."""
     from assistant.evaluation.metrics import mean_metrics
+    from tools.eval_tier import lopo
 
     settings = [(0.0, 0)] + [(a, t) for a in alphas if a > 0 for t in tops]
     per = {s: [_ranked_metrics(r, doi_of, key, s[0], s[1]) for r in rows] for s in settings}
-    groups = sorted({r["group"] for r in rows})
-    held: list[dict] = [{} for _ in rows]
-    chosen = []
-    for g in groups:
-        train = [i for i, r in enumerate(rows) if r["group"] != g]
-
-        def gain(s, train=train):
-            return sum(per[s][i]["R@10"] + per[s][i]["nDCG@10"] for i in train)
-
-        best = max(settings, key=gain)
-        chosen.append(best)
-        for i, r in enumerate(rows):
-            if r["group"] == g:
-                held[i] = per[best][i]
+    held, chosen = lopo(rows, per, settings)
 
     def table(metrics: list[dict]) -> dict:
         out: dict = {}

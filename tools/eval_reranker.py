@@ -26,11 +26,6 @@ TOOLS_SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ALPHAS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 
 
-def _zscore(x: np.ndarray) -> np.ndarray:
-    sd = x.std()
-    return (x - x.mean()) / sd if sd > 0 else x - x.mean()
-
-
 def collect_candidates(
     library,
     dev_dir: Path,
@@ -110,15 +105,12 @@ def _metrics(
     rows: list[dict], doi_of: dict[int, str], scores_key: str | None, alpha: float
 ) -> dict:
     from assistant.evaluation.metrics import mean_metrics, query_metrics
+    from assistant.retrieval.fusion import blend
 
     out: dict[str, list] = {}
     for r in rows:
         fused = np.asarray(r["fused"], dtype=np.float64)
-        if scores_key is None or alpha == 0.0:
-            final = fused
-        else:
-            raw = np.asarray(r[scores_key], dtype=np.float64)
-            final = raw if alpha == 1.0 else alpha * _zscore(raw) + (1 - alpha) * _zscore(fused)
+        final = fused if scores_key is None or alpha == 0.0 else blend(r[scores_key], fused, alpha)
         order = sorted(range(len(final)), key=lambda i: (-final[i], i))
         ranking = [doi_of.get(r["ids"][i], f"x{r['ids'][i]}") for i in order]
         out.setdefault(r["level"], []).append(query_metrics(ranking, set(r["relevant"])))
@@ -214,14 +206,13 @@ def collect_ranked(
 
 def _ranked_metrics(r: dict, doi_of: dict, key: str | None, alpha: float, top: int) -> dict:
     from assistant.evaluation.metrics import query_metrics
+    from assistant.retrieval.fusion import blend
 
     ids = r["ids"]
     order = list(range(len(ids)))
     if key and alpha > 0:
         n = min(top, len(r[key]))
-        raw = np.asarray(r[key][:n], dtype=np.float64)
-        base = np.asarray(r["base"][:n], dtype=np.float64)
-        final = raw if alpha == 1.0 else alpha * _zscore(raw) + (1 - alpha) * _zscore(base)
+        final = blend(r[key][:n], r["base"][:n], alpha)
         order = sorted(range(n), key=lambda i: (-final[i], i)) + order[n:]
     ranking = [doi_of.get(ids[i], f"x{ids[i]}") for i in order]
     return query_metrics(ranking, set(r["relevant"]))

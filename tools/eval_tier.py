@@ -158,14 +158,12 @@ def rerank_scores(rows, orders, library, reranker: str, head: int) -> list[float
 
 
 def reranked_metrics(r: dict, order: list[int], base: np.ndarray, alpha: float, top: int):
-    from assistant.retrieval.fusion import normalise
+    from assistant.retrieval.fusion import blend
 
     order = list(order)
     n = min(top, len(r.get("rerank", [])))
     if alpha > 0 and n:
-        raw = np.asarray(r["rerank"][:n])
-        before = base[order[:n]]
-        final = alpha * normalise(raw) + (1 - alpha) * normalise(before) if alpha < 1 else raw
+        final = blend(np.asarray(r["rerank"][:n]), base[order[:n]], alpha)
         order = [order[i] for i in _order(final)] + order[n:]
     return _metrics([r["dois"][i] for i in order], r["relevant"])
 

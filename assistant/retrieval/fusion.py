@@ -34,6 +34,15 @@ def normalise(scores: np.ndarray, method: str = DEFAULT_NORM) -> np.ndarray:
     raise ValueError(f"unknown normalisation {method!r} (minmax|zscore|max)")
 
 
+def blend(raw: np.ndarray, before: np.ndarray, weight: float) -> np.ndarray:
+    """The cross-encoder's head: ``weight·z(raw) + (1 - weight)·z(before)`` over the reranked
+    top (z-scores of each list), ``raw`` alone at weight 1."""
+    raw = np.asarray(raw, dtype=np.float64)
+    if weight >= 1.0:
+        return raw
+    return weight * normalise(raw, "zscore") + (1 - weight) * normalise(before, "zscore")
+
+
 def rrf(
     runs: Mapping[str, tuple[np.ndarray, np.ndarray]],
     k: int = DEFAULT_RRF_K,

@@ -415,13 +415,9 @@ class Recommender:
                 self._rerank_cache.popitem(last=False)
         else:
             self._rerank_cache.move_to_end(key)
-        final = raw
-        if config.rerank_weight < 1.0:
-            # the order so far: the learned ranker's score when it ran, else the fused one
-            before = np.array([it.score for it in items], dtype=np.float64)
-            final = config.rerank_weight * fusion_mod.normalise(raw, "zscore") + (
-                1 - config.rerank_weight
-            ) * fusion_mod.normalise(before, "zscore")
+        # the order so far: the learned ranker's score when it ran, else the fused one
+        before = np.array([it.score for it in items], dtype=np.float64)
+        final = fusion_mod.blend(raw, before, config.rerank_weight)
         order = sorted(range(len(items)), key=lambda i: (-final[i], i))
         for rank, i in enumerate(sorted(range(len(items)), key=lambda i: -raw[i]), start=1):
             items[i].scores["rerank"] = float(raw[i])

@@ -372,7 +372,7 @@ def report_cmd(files, db, reranker):
 
 @main.command("fit")
 @click.argument("rows_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", required=True, type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
 def fit_cmd(rows_file, out):
     """Fit the tier's ranker on every dev query (C by grouped CV) and write it to OUT."""
     from assistant.training.ranker import choose_c, cross_validate, fit

@@ -152,7 +152,8 @@ def test_report_pairs_two_tiers_query_by_query_and_keeps_each_tiers_figures(dev,
     for i, r in enumerate(rows):
         r["group"] = f"g{i % 4}"
     by_doi = protocol_setup(lib.lib, papers, abbreviations=False).by_doi
-    meta = {"quality": "fast", "doi_of": {str(p): d for d, p in by_doi.items()}}
+    meta = {"quality": "fast", "encoder": "minilm"}
+    meta["doi_of"] = {str(p): d for d, p in by_doi.items()}
     for name in ("a.npz", "b.npz"):
         save_rows(tmp_path / name, rows, meta)
     args = ["report", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"), "--db", str(lib.lib.path)]
@@ -167,3 +168,38 @@ def test_report_pairs_two_tiers_query_by_query_and_keeps_each_tiers_figures(dev,
     stamp = cache.stat().st_mtime_ns
     again = CliRunner().invoke(tool, [*args, "--reranker", "off"])
     assert again.stdout == first.stdout and cache.stat().st_mtime_ns == stamp
+
+
+def test_fit_writes_a_ranker_the_tier_loads(dev, tmp_path):
+    """``fit ROWS --out DIR`` writes a ranker the pipeline reads back, labelled with the rows'
+    tier and encoder, with its C from the grid and its held-out figures per level."""
+    from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
+    from assistant.retrieval.pipeline import Recommender, pipeline_config
+    from assistant.retrieval.ranker import FEATURES, load_ranker
+    from assistant.training.ranker import C_GRID
+    from tools.eval_tier import main as tool
+    from tools.eval_tier import save_rows
+
+    papers, lib = dev
+    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
+    rows: list[dict] = []
+    rec = Recommender(lib.lib, config, encoder=lib.encoder)
+    variants = ("plain", "enhanced", "product")
+    evaluate_acm_cr(papers, lib.lib, config, recommender=rec, variants=variants, collect=rows)
+    for i, r in enumerate(rows):
+        r["group"] = f"g{i % 4}"
+    by_doi = protocol_setup(lib.lib, papers, abbreviations=False).by_doi
+    meta = {"quality": "best", "encoder": "mpnet"}
+    meta["doi_of"] = {str(p): d for d, p in by_doi.items()}
+    save_rows(tmp_path / "rows.npz", rows, meta)
+    out = tmp_path / "models" / "ranker-best"  # a folder that does not exist yet
+    result = CliRunner().invoke(tool, ["fit", str(tmp_path / "rows.npz"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    saved = json.loads((out / "ranker.json").read_text())
+    assert (saved["tier"], saved["encoder"]) == ("best", "mpnet")
+    assert saved["C"] == printed["C"] and saved["C"] in C_GRID
+    assert set(saved["held_out"]) == {"paragraph", "sentence"}
+    model = load_ranker(out)
+    assert model.features == FEATURES and np.isfinite(model.coef).all()
+    assert set(printed["coef"]) == set(FEATURES)

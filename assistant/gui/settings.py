@@ -148,9 +148,11 @@ class SettingsDialog(QDialog):
         )
         self.quality_box.setToolTip(
             "fast: the MiniLM search model. best: the larger all-mpnet-base-v2 search model "
-            "(its own index, built in the background; the reranker stays the MiniLM "
-            "cross-encoder, no mpnet one is trained yet). auto: best when a CUDA GPU runs and "
-            "its index is ready, else fast. The status line says which one is in use and why."
+            "with its own index (built in the background) and ranker; the reranker stays the "
+            "MiniLM cross-encoder. Measured on 112k ACM papers, best finds as many cited papers "
+            "in the top 10 as fast and a few more in the top 100 for bare sentences; its index "
+            "takes hours on a CPU. auto: best when a CUDA GPU runs and its index is ready, else "
+            "fast. The status line says which one is in use and why."
         )
         form.addRow("Quality", self.quality_box)
         self.intent_box = QCheckBox("Label citation intent (background / method / result)")

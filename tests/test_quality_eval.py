@@ -168,6 +168,18 @@ def test_report_pairs_two_tiers_query_by_query_and_keeps_each_tiers_figures(dev,
     stamp = cache.stat().st_mtime_ns
     again = CliRunner().invoke(tool, [*args, "--reranker", "off"])
     assert again.stdout == first.stdout and cache.stat().st_mtime_ns == stamp
+    # ``compare`` pairs the two kept reports without recomputing them, every shared stage
+    pair = [str(tmp_path / "a.npz"), str(tmp_path / "b.npz")]
+    compared = CliRunner().invoke(tool, ["compare", *pair])
+    assert compared.exit_code == 0, compared.output
+    out = json.loads(compared.stdout)
+    assert out["second"]["reranker"] is None and cache.stat().st_mtime_ns == stamp
+    stages = out["difference (second - first)"]
+    assert {"bm25", "dense", "fused", "ranked-cv"} <= set(stages)
+    assert all(c["mean"] == 0.0 for st in stages.values() for c in st["nDCG@10"].values())
+    save_rows(tmp_path / "c.npz", rows, meta)  # rows without a report yet
+    missing = CliRunner().invoke(tool, ["compare", pair[0], str(tmp_path / "c.npz")])
+    assert missing.exit_code == 1 and "run `report" in missing.output
 
 
 def test_fit_writes_a_ranker_the_tier_loads(dev, tmp_path):

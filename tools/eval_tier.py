@@ -5,6 +5,7 @@ tuned choice held out by leave-one-citing-paper-out CV; prints JSON.
     python -m tools.eval_tier collect --db LIB --papers DEV --quality best --out best.npz
     python -m tools.eval_tier report fast.npz best.npz [--reranker auto] > tiers.json
     python -m tools.eval_tier fit best.npz --out assistant/models/ranker-best
+    python -m tools.eval_tier compare best.npz best-ce.npz   # two reports of the same queries
 
 ``collect`` runs every dev query (paragraph and sentence; plain, enhanced and product) through
 the tier's prefilter at the product's depth (``evaluate_acm_cr(collect=...)``: the BM25 and
@@ -19,7 +20,8 @@ dense runs, the fused order, the learned ranker's features of the 200-candidate 
   chosen on the other citing papers;
 
 and, between two tiers, the per-query difference of the final stage (mean, sd, a paired
-bootstrap 95% interval, wins/losses). ``fit`` writes the tier's shipped ranker (every query).
+bootstrap 95% interval, wins/losses). ``fit`` writes the tier's shipped ranker (every query);
+``compare`` pairs two reports already made (e.g. one tier with two cross-encoders).
 """
 
 from __future__ import annotations
@@ -358,15 +360,47 @@ def report_cmd(files, db, reranker):
     if len(files) > 1:
         if keys[0] != keys[-1]:
             raise click.ClickException("the two files hold other queries: collect both again")
-        a, b = per[files[0]], per[files[-1]]
         last = "reranked-cv" if rconfig and rconfig.reranker else "ranked-cv"
-        out["difference (last - first)"] = {
-            stage: {
-                m: paired(first_rows, a[stage], b[stage], m) for m in ("R@10", "nDCG@10", "R@100")
-            }
-            for stage in ("dense", "fused", "fused-cv", "ranked-shipped", "ranked-cv", last)
-            if stage in a and stage in b
-        }
+        stages = ("dense", "fused", "fused-cv", "ranked-shipped", "ranked-cv", last)
+        out["difference (last - first)"] = difference(
+            first_rows, per[files[0]], per[files[-1]], stages
+        )
+    click.echo(json.dumps(out, indent=1))
+
+
+def difference(rows: list[dict], a: dict, b: dict, stages) -> dict:
+    """Per stage both reports have: the paired per-query difference ``b - a``."""
+    return {
+        stage: {m: paired(rows, a[stage], b[stage], m) for m in ("R@10", "nDCG@10", "R@100")}
+        for stage in stages
+        if stage in a and stage in b
+    }
+
+
+@main.command("compare")
+@click.argument("first", type=click.Path(exists=True, dir_okay=False))
+@click.argument("second", type=click.Path(exists=True, dir_okay=False))
+def compare_cmd(first, second):
+    """SECOND's figures against FIRST's, query by query, from the figures ``report`` kept
+    beside each rows file (e.g. one tier's rows reported with two cross-encoders: copy the
+    rows file, report each copy with its ``--reranker``, compare the two)."""
+    loaded = []
+    for f in (Path(first), Path(second)):
+        cache = f.with_suffix(".report.json")
+        if not cache.is_file() or cache.stat().st_mtime < f.stat().st_mtime:
+            raise click.ClickException(f"{f}: no current figures; run `report {f}` first")
+        rows, _ = load_rows(f)
+        loaded.append((rows, json.loads(cache.read_text())))
+    (rows, a), (rows_b, b) = loaded
+    keys = [[(r["level"], r["variant"], r["qid"]) for r in rs] for rs in (rows, rows_b)]
+    if keys[0] != keys[1]:
+        raise click.ClickException("the two files hold other queries: collect both again")
+    stages = [s for s in a["per_query"] if s in b["per_query"]]
+    out = {
+        "first": {"file": first, "reranker": a.get("reranker")},
+        "second": {"file": second, "reranker": b.get("reranker")},
+        "difference (second - first)": difference(rows, a["per_query"], b["per_query"], stages),
+    }
     click.echo(json.dumps(out, indent=1))
 
 

@@ -18,10 +18,12 @@ PY=${PYTHON:-/work/main/.venv/bin/python}
 export PYTHONPATH="$PWD" HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 export ASSISTANT_SHARED_DATA="${ASSISTANT_SHARED_DATA:-$PWD/../shared/data}"
 MPNET="$DATA/mpnet-src/all-mpnet-base-v2"
+# threads per run ($INTENT_THREADS, default 1 beside other jobs; not part of the resume check)
+THREADS=${INTENT_THREADS:-1}
 # the teacher's configuration: must stay identical for a resume (the trainer refuses otherwise)
 TEACHER="--base-model $MPNET --work-dir $DATA/teacher-mpnet --out $DATA/teacher-mpnet-onnx
   --aux --aux-weight 0.5 --epochs 1 --lr 3e-5 --head-lr 1e-3 --batch-size 16 --max-length 80
-  --train-top-layers 6 --evals-per-epoch 3 --checkpoint-every 25 --threads 1 --seed 13"
+  --train-top-layers 6 --evals-per-epoch 3 --checkpoint-every 25 --threads $THREADS --seed 13"
 mkdir -p "$DATA"
 
 teacher() {
@@ -44,7 +46,7 @@ student() {
     --work-dir "$DATA/student-distill" --out "$DATA/student-distill-onnx" \
     --aux --aux-weight 0.5 --teacher-logits "$DATA/teacher_logits.npz" \
     --distill-alpha 0.5 --distill-temperature 2 --epochs 3 --lr 7e-5 --seed 13 \
-    --checkpoint-every 50 --threads 1 >> "$DATA/student_distill.log" 2>&1
+    --checkpoint-every 50 --threads "$THREADS" >> "$DATA/student_distill.log" 2>&1
 }
 
 case "${1:-all}" in

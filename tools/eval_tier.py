@@ -337,7 +337,7 @@ def report_cmd(files, db, reranker):
     from assistant.retrieval.reranker_setting import resolve_reranker
 
     library = Library(db)
-    out, per, keys, rconfig, first_rows = {}, {}, [], None, []
+    out, per, all_rows, rconfig = {}, {}, [], None
     try:
         for f in files:
             rows, meta = load_rows(Path(f))
@@ -353,19 +353,24 @@ def report_cmd(files, db, reranker):
                 cache.write_text(json.dumps(report))
             per[f] = report.pop("per_query")
             out[meta["quality"]] = report
-            keys.append([(r["level"], r["variant"], r["qid"]) for r in rows])
-            first_rows = first_rows or rows
+            all_rows.append(rows)
     finally:
         library.close()
     if len(files) > 1:
-        if keys[0] != keys[-1]:
-            raise click.ClickException("the two files hold other queries: collect both again")
+        _same_queries(all_rows[0], all_rows[-1])
         last = "reranked-cv" if rconfig and rconfig.reranker else "ranked-cv"
         stages = ("dense", "fused", "fused-cv", "ranked-shipped", "ranked-cv", last)
         out["difference (last - first)"] = difference(
-            first_rows, per[files[0]], per[files[-1]], stages
+            all_rows[0], per[files[0]], per[files[-1]], stages
         )
     click.echo(json.dumps(out, indent=1))
+
+
+def _same_queries(a: list[dict], b: list[dict]) -> None:
+    if [(r["level"], r["variant"], r["qid"]) for r in a] != [
+        (r["level"], r["variant"], r["qid"]) for r in b
+    ]:
+        raise click.ClickException("the two files hold other queries: collect both again")
 
 
 def difference(rows: list[dict], a: dict, b: dict, stages) -> dict:
@@ -392,9 +397,7 @@ def compare_cmd(first, second):
         rows, _ = load_rows(f)
         loaded.append((rows, json.loads(cache.read_text())))
     (rows, a), (rows_b, b) = loaded
-    keys = [[(r["level"], r["variant"], r["qid"]) for r in rs] for rs in (rows, rows_b)]
-    if keys[0] != keys[1]:
-        raise click.ClickException("the two files hold other queries: collect both again")
+    _same_queries(rows, rows_b)
     stages = [s for s in a["per_query"] if s in b["per_query"]]
     out = {
         "first": {"file": first, "reranker": a.get("reranker")},

@@ -10,8 +10,9 @@ DB_HELP = "Library DB (default: global --db)."
 QUALITIES = ("auto", "fast", "best")
 QUALITY_HELP = (
     "Quality tier: fast = MiniLM encoder; best = all-mpnet-base-v2 dense index and its own "
-    "ranker (reranker stays the MiniLM cross-encoder); auto = best when CUDA runs and the mpnet index is current, else "
-    "fast (default: the global --quality, $ASSISTANT_QUALITY, the app's Settings, auto)."
+    "ranker (reranker stays the MiniLM cross-encoder); auto = best when CUDA runs and the "
+    "mpnet index is current, else fast (default: the global --quality, $ASSISTANT_QUALITY, "
+    "the app's Settings, auto)."
 )
 
 

@@ -24,6 +24,29 @@ def dev(tmp_path_factory, acm_dev_dir, chiir_library):
     return papers, chiir_library
 
 
+VARIANTS = ("plain", "enhanced", "product")
+
+
+def _collect(dev):
+    """The dev queries through the fast pipeline, collected as ``eval_tier collect`` saves
+    them: ``(rows, by_doi, the pipeline's own figures, its config)``; the one citing paper's
+    queries are split into four pseudo-papers (``group``) for the CV folds."""
+    from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
+    from assistant.retrieval.pipeline import Recommender, pipeline_config
+
+    papers, lib = dev
+    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
+    rec = Recommender(lib.lib, config, encoder=lib.encoder)
+    rows: list[dict] = []
+    result = evaluate_acm_cr(
+        papers, lib.lib, config, recommender=rec, variants=VARIANTS, collect=rows
+    )
+    for i, r in enumerate(rows):
+        r["group"] = f"g{i % 4}"
+    by_doi = protocol_setup(lib.lib, papers, abbreviations=False).by_doi
+    return rows, by_doi, result, config
+
+
 def test_eval_best_without_its_index_is_one_line_and_fast_says_its_tier(dev):
     from assistant.cli import main
 
@@ -70,22 +93,12 @@ def test_offline_refusion_and_cv_reproduce_the_pipeline(dev, tmp_path):
     order must give exactly the metrics the pipeline's own fused stage gave, the saved file
     must read back equal, the shipped ranker scored offline must give the pipeline's ranked
     stage, and every held-out stage must be computed for every query."""
-    from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
-    from assistant.retrieval.pipeline import PipelineConfig, Recommender, pipeline_config
+    from assistant.retrieval.pipeline import PipelineConfig
     from tools.eval_tier import load_rows, save_rows, tier_report
 
-    papers, lib = dev
-    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
-    rec = Recommender(lib.lib, config, encoder=lib.encoder)
-    rows: list[dict] = []
-    variants = ("plain", "enhanced", "product")
-    result = evaluate_acm_cr(
-        papers, lib.lib, config, recommender=rec, variants=variants, collect=rows
-    )
+    _, lib = dev
+    rows, by_doi, result, config = _collect(dev)
     assert len(rows) == 6  # one paragraph and one sentence query, three variants
-    for i, r in enumerate(rows):  # one citing paper: four pseudo-papers for the CV folds
-        r["group"] = f"g{i % 4}"
-    by_doi = protocol_setup(lib.lib, papers, abbreviations=False).by_doi
     meta = {"quality": "fast", "doi_of": {str(p): d for d, p in by_doi.items()}}
     save_rows(tmp_path / "rows.npz", rows, meta)
     back, meta_back = load_rows(tmp_path / "rows.npz")
@@ -98,7 +111,7 @@ def test_offline_refusion_and_cv_reproduce_the_pipeline(dev, tmp_path):
         back, doi_of, lib.lib, replace(PipelineConfig(), reranker=None), config.ranker
     )
     for level, cells in report["stages"].items():
-        for variant in variants:
+        for variant in VARIANTS:
             cell, shipped = cells[variant], result["levels"][level][variant]
             for stage in ("bm25", "dense", "fused", "ranked-shipped"):
                 shipped["ranked-shipped"] = shipped["ranked"]  # the pipeline's ranked stage
@@ -138,20 +151,11 @@ def test_each_tier_has_its_shipped_cross_encoder_and_knobs(tmp_path, monkeypatch
 def test_report_pairs_two_tiers_query_by_query_and_keeps_each_tiers_figures(dev, tmp_path):
     """``report A B``: B against A query by query (the same rows twice: no difference, no query
     better or worse); each tier's figures are kept beside its rows and reused."""
-    from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
-    from assistant.retrieval.pipeline import Recommender, pipeline_config
     from tools.eval_tier import main as tool
     from tools.eval_tier import save_rows
 
-    papers, lib = dev
-    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
-    rows: list[dict] = []
-    rec = Recommender(lib.lib, config, encoder=lib.encoder)
-    variants = ("plain", "enhanced", "product")
-    evaluate_acm_cr(papers, lib.lib, config, recommender=rec, variants=variants, collect=rows)
-    for i, r in enumerate(rows):
-        r["group"] = f"g{i % 4}"
-    by_doi = protocol_setup(lib.lib, papers, abbreviations=False).by_doi
+    _, lib = dev
+    rows, by_doi, _, _ = _collect(dev)
     meta = {"quality": "fast", "encoder": "minilm"}
     meta["doi_of"] = {str(p): d for d, p in by_doi.items()}
     for name in ("a.npz", "b.npz"):
@@ -185,22 +189,12 @@ def test_report_pairs_two_tiers_query_by_query_and_keeps_each_tiers_figures(dev,
 def test_fit_writes_a_ranker_the_tier_loads(dev, tmp_path):
     """``fit ROWS --out DIR`` writes a ranker the pipeline reads back, labelled with the rows'
     tier and encoder, with its C from the grid and its held-out figures per level."""
-    from assistant.evaluation.acm_cr import evaluate_acm_cr, protocol_setup
-    from assistant.retrieval.pipeline import Recommender, pipeline_config
     from assistant.retrieval.ranker import FEATURES, load_ranker
     from assistant.training.ranker import C_GRID
     from tools.eval_tier import main as tool
     from tools.eval_tier import save_rows
 
-    papers, lib = dev
-    config = pipeline_config(reranker=None, ranker="auto", use_intent=False)
-    rows: list[dict] = []
-    rec = Recommender(lib.lib, config, encoder=lib.encoder)
-    variants = ("plain", "enhanced", "product")
-    evaluate_acm_cr(papers, lib.lib, config, recommender=rec, variants=variants, collect=rows)
-    for i, r in enumerate(rows):
-        r["group"] = f"g{i % 4}"
-    by_doi = protocol_setup(lib.lib, papers, abbreviations=False).by_doi
+    rows, by_doi, _, _ = _collect(dev)
     meta = {"quality": "best", "encoder": "mpnet"}
     meta["doi_of"] = {str(p): d for d, p in by_doi.items()}
     save_rows(tmp_path / "rows.npz", rows, meta)

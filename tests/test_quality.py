@@ -600,7 +600,10 @@ def test_auto_with_cuda_wants_an_index_embedded_for_cuda(mpnet_env, monkeypatch)
         service.close()
     assert (tier.active, tier.wanted) == ("best", "best")
     assert tier.reason.startswith("quality auto → best: CUDA and a current mpnet index")
-    assert "reranker: reranker-minilm, no mpnet cross-encoder is trained yet)" in tier.reason
+    assert (
+        "reranker: reranker-minilm, the mpnet cross-encoder is off by default: "
+        "--reranker reranker-mpnet)" in tier.reason
+    )
 
 
 @pytest.mark.slow

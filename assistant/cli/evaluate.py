@@ -68,13 +68,13 @@ def default_run_dir(db_path: Path) -> Path:
     type=click.FloatRange(0, 1),
     default=None,
     help="With --reranker: final = w * z(rerank) + (1 - w) * z(score before reranking) "
-    "(default: the shipped manifest's, else 1: rerank only).",
+    "(default: the model manifest's, else 1: rerank only).",
 )
 @click.option(
     "--rerank-top",
     type=click.IntRange(1),
     default=None,
-    help="With --reranker: rerank only this head of the order (default: the shipped "
+    help="With --reranker: rerank only this head of the order (default: the model "
     "manifest's, else every candidate).",
 )
 @click.option(

@@ -39,12 +39,35 @@ class RerankerSetting:
 def resolve_reranker(setting: str | None, tier: str = "fast") -> RerankerSetting:
     """``"auto"`` = the shipped cross-encoder of the quality ``tier`` when it is enabled by
     default (with its tuned weight and head), ``None``/``""``/``"none"``/``"off"`` = no
-    reranking, anything else = that folder or model name (rerank every candidate, score only)."""
+    reranking, anything else = that folder or model name, applied with its manifest's weight
+    and head when it names them (a model trained for the pipeline), else every candidate by
+    its score only."""
     if setting is None or setting.strip().lower() in OFF:
         return RerankerSetting()
     if setting == "auto":
         return shipped_reranker(tier) or RerankerSetting()
-    return RerankerSetting(setting)
+    from assistant.inference.build import shipped_recipe
+    from assistant.inference.registry import find_model_dir
+
+    folder = find_model_dir(setting)
+    try:
+        meta = json.loads((folder / "manifest.json").read_text()) if folder else {}
+    except (OSError, ValueError):
+        meta = {}
+    if folder is None and (recipe := shipped_recipe(setting)) is not None:
+        meta = recipe[1].get("manifest") or {}  # shipped as a delta, built on first use
+    return _setting(setting, meta if isinstance(meta, dict) else {}, tier)
+
+
+def _setting(model: str, meta: dict, tier: str) -> RerankerSetting:
+    """``model`` with the weight and head its manifest gives for ``tier`` (``by_tier``)."""
+    knobs = {**meta, **((meta.get("by_tier") or {}).get(tier) or {})}
+    weight, top = knobs.get("rerank_weight"), knobs.get("rerank_top")
+    return RerankerSetting(
+        model,
+        float(weight) if isinstance(weight, (int, float)) else None,
+        int(top) if isinstance(top, int) and top > 0 else None,
+    )
 
 
 def shipped_reranker(tier: str = "fast") -> RerankerSetting | None:
@@ -54,12 +77,13 @@ def shipped_reranker(tier: str = "fast") -> RerankerSetting | None:
     its own uses the fast tier's. ``"by_tier": {tier: {"rerank_weight": w, "rerank_top": t}}``
     overrides how the pipeline applies it on that tier (chosen by CV on that tier's order). A
     manifest with ``"enabled_by_default": false`` -- it did not help on the dev set -- is
-    skipped."""
+    skipped. A cross-encoder shipped as a delta (``reranker-mpnet``) counts once it is built
+    into the models dir; until then its tier uses the fast tier's."""
     from assistant.config import SHIPPED_MODELS_DIR
 
     if not SHIPPED_MODELS_DIR.is_dir():
         return None
-    found: dict[str, tuple[str, dict]] = {}
+    found: dict[str, tuple[str, dict]] = dict(_built_from_deltas())
     for folder in sorted(SHIPPED_MODELS_DIR.iterdir()):
         manifest = folder / "manifest.json"
         try:
@@ -69,12 +93,21 @@ def shipped_reranker(tier: str = "fast") -> RerankerSetting | None:
         if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
             found.setdefault(str(meta.get("tier") or "fast"), (str(folder), meta))
     folder, meta = found.get(tier) or found.get("fast") or (None, {})
-    if folder is None:
-        return None
-    knobs = {**meta, **((meta.get("by_tier") or {}).get(tier) or {})}
-    weight, top = knobs.get("rerank_weight"), knobs.get("rerank_top")
-    return RerankerSetting(
-        folder,
-        float(weight) if isinstance(weight, (int, float)) else None,
-        int(top) if isinstance(top, int) and top > 0 else None,
-    )
+    return None if folder is None else _setting(folder, meta, tier)
+
+
+def _built_from_deltas() -> dict[str, tuple[str, dict]]:
+    """``{tier: (folder, manifest)}`` of the cross-encoders shipped as a delta over base weights
+    (``assistant.inference.build.shipped_recipe``) that are built in the user's models dir."""
+    from assistant.config import SHIPPED_MODELS_DIR, models_dir
+
+    out: dict[str, tuple[str, dict]] = {}
+    for recipe in sorted(SHIPPED_MODELS_DIR.glob("*-delta/recipe.json")):
+        folder = models_dir() / recipe.parent.name.removesuffix("-delta")
+        try:
+            meta = json.loads((folder / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue  # not built yet
+        if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
+            out.setdefault(str(meta.get("tier") or "fast"), (str(folder), meta))
+    return out

@@ -124,3 +124,17 @@ def test_the_best_tier_builds_an_enabled_delta_model_once_and_survives_a_failed_
     (tmp_path / "reranker-mpnet").mkdir()
     (tmp_path / "reranker-mpnet" / "manifest.json").write_text("{}")
     assert not quality.best_reranker_missing()  # built: nothing more to do
+
+
+def test_a_missing_or_altered_shipped_delta_is_one_clear_line(tmp_path, monkeypatch):
+    from assistant.inference import build
+
+    folder = tmp_path / "reranker-mpnet-delta"
+    folder.mkdir()
+    (folder / "recipe.json").write_text(json.dumps({"delta": "delta.npz", "sha256": "0" * 64}))
+    monkeypatch.setattr(build.config, "SHIPPED_MODELS_DIR", tmp_path)
+    with pytest.raises(build.MissingWeightsError, match="delta.npz is missing"):
+        build.build_reranker_mpnet(tmp_path / "out")
+    (folder / "delta.npz").write_bytes(b"changed")
+    with pytest.raises(DeltaError, match="does not match its sha256"):
+        build.build_reranker_mpnet(tmp_path / "out")

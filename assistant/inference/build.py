@@ -219,6 +219,8 @@ def build_reranker_mpnet(out_dir: Path, progress: Progress | None = None) -> Pat
         )
     folder, recipe = found
     delta = folder / str(recipe.get("delta") or "delta.npz")
+    if not delta.is_file():
+        raise MissingWeightsError(f"{delta} is missing (named by {folder / RECIPE}): reinstall")
     if sha256_file(delta) != recipe.get("sha256"):
         raise weight_delta.DeltaError(f"{delta} does not match its sha256 in {folder / RECIPE}")
     import torch

@@ -9,7 +9,7 @@
 the max length, and the manifest fields the rebuilt model carries (tier ``best``, the pipeline
 knobs chosen by CV, the training record of the trained model's own manifest). ``check`` builds
 ``reranker-mpnet`` from the shipped delta into a scratch models dir and compares its scores
-with the trained model's on real query/paper pairs of the sample library.
+with the trained model's on real query/paper pairs of the library given with ``--db``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from assistant import config, filewrite
 from assistant.inference.export import export_transformer
+from assistant.inference.recipes import DELTA_SUFFIX, RECIPE, shipped_recipe
 from assistant.inference.shared_weights import (
     MINILM_TABLE,
     MissingWeightsError,
@@ -191,18 +192,6 @@ def build_mpnet(out_dir: Path, progress: Progress | None = None) -> Path:
 
 #: the best tier's cross-encoder: shipped as a delta over all-mpnet-base-v2 (see weight_delta)
 RERANKER_MPNET = "reranker-mpnet"
-RECIPE = "recipe.json"
-
-
-def shipped_recipe(name: str) -> tuple[Path, dict] | None:
-    """``(folder, recipe)`` of a model shipped as a delta to rebuild (``<name>-delta/``), or None."""
-    import json
-
-    folder = config.SHIPPED_MODELS_DIR / f"{name}-delta"
-    try:
-        return folder, json.loads((folder / RECIPE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def build_reranker_mpnet(out_dir: Path, progress: Progress | None = None) -> Path:
@@ -214,7 +203,7 @@ def build_reranker_mpnet(out_dir: Path, progress: Progress | None = None) -> Pat
     found = shipped_recipe(RERANKER_MPNET)
     if found is None:
         raise MissingWeightsError(
-            f"{config.SHIPPED_MODELS_DIR / (RERANKER_MPNET + '-delta') / RECIPE} is missing: "
+            f"{config.SHIPPED_MODELS_DIR / (RERANKER_MPNET + DELTA_SUFFIX) / RECIPE} is missing: "
             "reinstall cite-assist"
         )
     folder, recipe = found

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,17 +47,23 @@ def resolve_reranker(setting: str | None, tier: str = "fast") -> RerankerSetting
         return RerankerSetting()
     if setting == "auto":
         return shipped_reranker(tier) or RerankerSetting()
-    from assistant.inference.build import shipped_recipe
+    from assistant.inference.recipes import shipped_recipe
     from assistant.inference.registry import find_model_dir
 
     folder = find_model_dir(setting)
-    try:
-        meta = json.loads((folder / "manifest.json").read_text()) if folder else {}
-    except (OSError, ValueError):
-        meta = {}
+    meta = _manifest(folder) if folder is not None else {}
     if folder is None and (recipe := shipped_recipe(setting)) is not None:
         meta = recipe[1].get("manifest") or {}  # shipped as a delta, built on first use
     return _setting(setting, meta if isinstance(meta, dict) else {}, tier)
+
+
+def _manifest(folder: Path) -> dict:
+    """A model folder's ``manifest.json`` ({} when it has none or it is unreadable)."""
+    try:
+        meta = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _setting(model: str, meta: dict, tier: str) -> RerankerSetting:
@@ -79,35 +86,16 @@ def shipped_reranker(tier: str = "fast") -> RerankerSetting | None:
     manifest with ``"enabled_by_default": false`` -- it did not help on the dev set -- is
     skipped. A cross-encoder shipped as a delta (``reranker-mpnet``) counts once it is built
     into the models dir; until then its tier uses the fast tier's."""
-    from assistant.config import SHIPPED_MODELS_DIR
+    from assistant.config import SHIPPED_MODELS_DIR, models_dir
+    from assistant.inference.recipes import delta_models
 
     if not SHIPPED_MODELS_DIR.is_dir():
         return None
-    found: dict[str, tuple[str, dict]] = dict(_built_from_deltas())
-    for folder in sorted(SHIPPED_MODELS_DIR.iterdir()):
-        manifest = folder / "manifest.json"
-        try:
-            meta = json.loads(manifest.read_text()) if manifest.is_file() else {}
-        except (OSError, ValueError):
-            continue
+    built = [models_dir() / name for name in delta_models()]  # first: they name their tier
+    found: dict[str, tuple[str, dict]] = {}
+    for folder in [*built, *sorted(SHIPPED_MODELS_DIR.iterdir())]:
+        meta = _manifest(folder)
         if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
             found.setdefault(str(meta.get("tier") or "fast"), (str(folder), meta))
     folder, meta = found.get(tier) or found.get("fast") or (None, {})
     return None if folder is None else _setting(folder, meta, tier)
-
-
-def _built_from_deltas() -> dict[str, tuple[str, dict]]:
-    """``{tier: (folder, manifest)}`` of the cross-encoders shipped as a delta over base weights
-    (``assistant.inference.build.shipped_recipe``) that are built in the user's models dir."""
-    from assistant.config import SHIPPED_MODELS_DIR, models_dir
-
-    out: dict[str, tuple[str, dict]] = {}
-    for recipe in sorted(SHIPPED_MODELS_DIR.glob("*-delta/recipe.json")):
-        folder = models_dir() / recipe.parent.name.removesuffix("-delta")
-        try:
-            meta = json.loads((folder / "manifest.json").read_text())
-        except (OSError, ValueError):
-            continue  # not built yet
-        if meta.get("kind") == "cross-encoder" and meta.get("enabled_by_default", True):
-            out.setdefault(str(meta.get("tier") or "fast"), (str(folder), meta))
-    return out

@@ -64,12 +64,15 @@ def best_rerankers_note() -> str:
     return "; ".join(parts)
 
 
-def _best_recipe() -> dict | None:
-    """The shipped recipe of the best tier's cross-encoder (a delta to build), or None."""
+def _best_recipe_on() -> bool | None:
+    """Whether the shipped recipe of the best tier's cross-encoder (a delta to build) says it
+    is on by default; None when none is shipped."""
     from assistant.inference.build import RERANKER_MPNET, shipped_recipe
 
     found = shipped_recipe(RERANKER_MPNET)
-    return found[1] if found is not None else None
+    if found is None:
+        return None
+    return bool((found[1].get("manifest") or {}).get("enabled_by_default", True))
 
 
 def best_reranker_missing() -> bool:
@@ -77,18 +80,15 @@ def best_reranker_missing() -> bool:
     from assistant.inference.build import RERANKER_MPNET
     from assistant.inference.registry import find_model_dir
 
-    recipe = _best_recipe()
-    if recipe is None or not (recipe.get("manifest") or {}).get("enabled_by_default", True):
-        return False
-    return find_model_dir(RERANKER_MPNET) is None
+    return bool(_best_recipe_on()) and find_model_dir(RERANKER_MPNET) is None
 
 
 def _best_reranker_absent() -> str:
     """Why the best tier reranks with the fast tier's cross-encoder."""
-    recipe = _best_recipe()
-    if recipe is None:
+    on = _best_recipe_on()
+    if on is None:
         return "no mpnet cross-encoder is shipped"
-    if not (recipe.get("manifest") or {}).get("enabled_by_default", True):
+    if not on:
         return "the mpnet cross-encoder is off by default: --reranker reranker-mpnet"
     return "the mpnet cross-encoder is not built yet"
 
